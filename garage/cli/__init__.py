@@ -1,0 +1,47 @@
+"""The ``garage`` command: a click group whose subcommands live in one module each."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from garage import __version__
+from garage.cli.common import GarageContext
+from garage.cli.config_cmd import config_group
+from garage.cli.db_cmd import db_group
+from garage.cli.sources_cmd import sources_group
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="garage")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    envvar="GARAGE_CONFIG",
+    help="Configuration file (default ~/.garage.json).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log what Garage is doing.")
+@click.pass_context
+def cli(ctx: click.Context, config_file: str | None, verbose: bool) -> None:
+    """Garage: a private, local index of your files, mail and chats for AI clients."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    ctx.obj = GarageContext(config_file)
+
+
+cli.add_command(config_group)
+cli.add_command(sources_group)
+cli.add_command(db_group)
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        click.echo("interrupted", err=True)
+        sys.exit(130)

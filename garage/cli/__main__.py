@@ -1,0 +1,3 @@
+from garage.cli import main
+
+main()

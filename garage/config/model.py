@@ -1,0 +1,184 @@
+"""The typed model of ``~/.garage.json``.
+
+Every section forbids unknown keys, so a typo (``"sorces"``) is an error naming the field rather
+than a setting that silently does nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SourceKind = Literal["files", "mail", "messages"]
+CorpusClass = Literal["document", "code", "communication"]
+Provider = Literal["ollama", "lmstudio", "llama_server"]
+Modality = Literal["text", "image"]
+Distance = Literal["cosine", "l2", "inner_product"]
+
+# Source names become Dagster partition keys and appear in URIs and logs: keep them plain.
+SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+DEFAULT_LMSTUDIO_HOST = "http://127.0.0.1:1234"
+DEFAULT_LLAMA_HOST = "http://127.0.0.1:8080"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class DatabaseConfig(Section):
+    # No URL means the embedded default: a private cluster under the data directory.
+    url: str | None = None
+    data_dir: str | None = None
+
+
+class SourceConfig(Section):
+    name: str
+    kind: SourceKind = "files"
+    roots: list[str] = Field(min_length=1)
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    # The walker's built-in exclusions (VCS internals, node_modules, caches, build output, …).
+    default_excludes: bool = True
+    corpus_class: CorpusClass = "document"
+    # Who wrote what this source holds when nothing better is known (the last attribution rule).
+    default_author: str | None = None
+    enabled: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not SOURCE_NAME.match(value):
+            raise ValueError(
+                "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _kind_defaults(self) -> SourceConfig:
+        # Mail and Messages hold communications whatever the user left as the default class;
+        # the egress rule depends on that class, so it is not a matter of taste.
+        if self.kind in ("mail", "messages") and self.corpus_class != "communication":
+            raise ValueError(f"a {self.kind} source must have corpus_class 'communication'")
+        return self
+
+    def root_paths(self) -> list[Path]:
+        return [Path(root).expanduser() for root in self.roots]
+
+
+class EmbeddingModelConfig(Section):
+    name: str
+    provider: Provider = "llama_server"
+    host: str | None = None  # None: the provider's host from the inference section
+    model: str  # the id the server knows the model by
+    dimensions: int = Field(gt=0, le=16000)
+    modality: Modality = "text"
+    distance: Distance = "cosine"
+    binary_quantization: bool = False
+
+
+def _default_models() -> list[EmbeddingModelConfig]:
+    # The architecture guide's two defaults, served by Ollama under these ids.
+    return [
+        EmbeddingModelConfig(name="bge-m3", provider="ollama", model="bge-m3", dimensions=1024),
+        EmbeddingModelConfig(
+            name="nomic-embed-text", provider="ollama", model="nomic-embed-text", dimensions=768
+        ),
+    ]
+
+
+class EmbeddingConfig(Section):
+    default: str = "bge-m3"
+    models: list[EmbeddingModelConfig] = Field(default_factory=_default_models)
+    batch_size: int = Field(default=64, gt=0, le=1024)
+
+    @model_validator(mode="after")
+    def _default_is_registered(self) -> EmbeddingConfig:
+        names = [m.name for m in self.models]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"model names must be unique: {', '.join(duplicates)}")
+        if self.models and self.default not in names:
+            raise ValueError(f"default model {self.default!r} is not among models {names}")
+        return self
+
+
+class InferenceConfig(Section):
+    provider: Provider = "llama_server"
+    model: str = ""
+    ollama_host: str = DEFAULT_OLLAMA_HOST
+    lmstudio_host: str = DEFAULT_LMSTUDIO_HOST
+    llama_host: str = DEFAULT_LLAMA_HOST
+    timeout_seconds: float = Field(default=120.0, gt=0)
+
+    def host_for(self, provider: Provider) -> str:
+        return {
+            "ollama": self.ollama_host,
+            "lmstudio": self.lmstudio_host,
+            "llama_server": self.llama_host,
+        }[provider]
+
+
+class FactsConfig(Section):
+    provider: Provider = "llama_server"
+    model: str = ""
+    prompts: list[dict[str, object]] = Field(default_factory=list)
+    cluster_restate_threshold: float = Field(default=0.92, ge=0, le=1)
+    cluster_seed_threshold: float = Field(default=0.88, ge=0, le=1)
+    cluster_threshold: float = Field(default=0.85, ge=0, le=1)
+    cluster_max_drift: float = Field(default=0.05, ge=0, le=1)
+    cluster_tight_similarity: float = Field(default=0.95, ge=0, le=1)
+    cluster_neighbors: int = Field(default=20, gt=0)
+    cluster_attach_candidates: int = Field(default=5, gt=0)
+
+
+class IdentityConfig(Section):
+    self_name: str | None = None
+    # The owner's addresses: they decide "authored" versus "received" for mail and chat.
+    emails: list[str] = Field(default_factory=list)
+
+
+class LimitsConfig(Section):
+    materialize_max_files: int | None = Field(default=200, ge=0)
+    materialize_max_bytes: int | None = Field(default=2 * 1024**3, ge=0)
+    materialize_timeout_seconds: float = Field(default=120.0, gt=0)
+    max_chunks_per_document: int = Field(default=2000, gt=0)
+    max_file_bytes: int = Field(default=100 * 1024**2, gt=0)
+    # A run that would delete more than this share of a source refuses without --force.
+    deletion_guard_ratio: float = Field(default=0.25, ge=0, le=1)
+
+
+class EgressConfig(Section):
+    # Hosts beyond the configured model hosts that may receive requests. Communications still
+    # go only to loopback, whatever is listed here.
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+
+class GarageConfig(Section):
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    sources: list[SourceConfig] = Field(default_factory=list)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    inference: InferenceConfig = Field(default_factory=InferenceConfig)
+    facts: FactsConfig = Field(default_factory=FactsConfig)
+    identity: IdentityConfig = Field(default_factory=IdentityConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    egress: EgressConfig = Field(default_factory=EgressConfig)
+
+    @model_validator(mode="after")
+    def _unique_sources(self) -> GarageConfig:
+        names = [s.name for s in self.sources]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"source names must be unique: {', '.join(duplicates)}")
+        return self
+
+    def source(self, name: str) -> SourceConfig:
+        for source in self.sources:
+            if source.name == name:
+                return source
+        known = ", ".join(s.name for s in self.sources) or "none configured"
+        raise KeyError(f"no source named {name!r} (sources: {known})")

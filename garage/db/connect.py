@@ -1,0 +1,57 @@
+"""Which PostgreSQL Garage talks to, and connections to it.
+
+An explicit URL (``GARAGE_DATABASE_URL`` or ``database.url``) names any external server; with
+none, Garage starts or reuses its embedded cluster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import dict_row
+
+from garage.config import GarageConfig, data_dir
+from garage.db import embedded
+
+
+class DatabaseError(Exception):
+    """A database problem a person can act on."""
+
+
+def resolve_url(config: GarageConfig, *, start: bool = True) -> str:
+    if config.database.url:
+        return config.database.url
+    directory: Path = data_dir(config)
+    if not start:
+        current = embedded.status(directory)
+        if not current.url:
+            raise DatabaseError(
+                f"the embedded PostgreSQL in {current.pgdata} is not running; `garage db start`"
+            )
+        return current.url
+    try:
+        return embedded.start(directory)
+    except embedded.EmbeddedError as error:
+        raise DatabaseError(str(error)) from error
+
+
+def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
+    """Open a connection with dict rows; the error names the server, never a password."""
+    try:
+        return psycopg.connect(
+            url, autocommit=autocommit, row_factory=dict_row, connect_timeout=10
+        )  # type: ignore[return-value]
+    except psycopg.OperationalError as error:
+        raise DatabaseError(f"cannot connect to PostgreSQL at {redact(url)}: {error}") from error
+
+
+def redact(url: str) -> str:
+    """Hide a password in a URL before it reaches a log or an error."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url

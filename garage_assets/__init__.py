@@ -1,0 +1,1 @@
+"""Garage's Dagster assets: thin wrappers over the ``garage`` library."""

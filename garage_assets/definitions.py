@@ -1,0 +1,13 @@
+"""The Dagster definitions `dagster dev -w workspace.yaml` loads."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from resources.database import DatabaseResource
+from sensors.partitions import source_partitions_sensor
+
+defs = dg.Definitions(
+    sensors=[source_partitions_sensor],
+    resources={"database": DatabaseResource()},
+)

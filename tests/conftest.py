@@ -1,0 +1,82 @@
+"""Shared fixtures: the real PostgreSQL 17 server with pgvector and AGE, and blank databases.
+
+The server comes from ``GARAGE_TEST_DATABASE_URL`` when set (what `.ci/run` exports), else from
+``scripts/pg-age start``, which provisions it once and reuses it afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> str:
+    url = os.environ.get("GARAGE_TEST_DATABASE_URL")
+    if not url:
+        result = subprocess.run(
+            [str(ROOT / "scripts" / "pg-age"), "start"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if result.returncode != 0:
+            pytest.fail(f"scripts/pg-age start failed:\n{result.stderr}")
+        url = result.stdout.strip().splitlines()[-1]
+    with psycopg.connect(url, autocommit=True) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM pg_available_extensions")}
+    missing = {"vector", "age"} - names
+    if missing:
+        pytest.fail(f"the test server at {url} lacks {sorted(missing)}")
+    return url
+
+
+def _with_database(url: str, name: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(url)
+    params["dbname"] = name
+    return make_conninfo(**params)
+
+
+@pytest.fixture
+def blank_db(pg_server_url: str) -> Iterator[str]:
+    """A new, empty database on the test server, dropped afterwards."""
+    name = f"garage_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield _with_database(pg_server_url, name)
+    finally:
+        with psycopg.connect(pg_server_url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture
+def migrated_db(blank_db: str) -> str:
+    from garage.db.migrate import ensure_migrated
+
+    ensure_migrated(blank_db)
+    return blank_db
+
+
+@pytest.fixture
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of its own: config file, data dir and Dagster home all under tmp_path."""
+    monkeypatch.setenv("GARAGE_CONFIG", str(tmp_path / "garage.json"))
+    monkeypatch.setenv("GARAGE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    for variable in ("GARAGE_DATABASE_URL", "GARAGE_OLLAMA_HOST", "GARAGE_LLAMA_HOST"):
+        monkeypatch.delenv(variable, raising=False)
+    return tmp_path

@@ -1,0 +1,144 @@
+"""The config file: defaults, overrides, and clear errors for real broken files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from garage.config import ConfigError, config_path, load_config, save_config
+from garage.config.model import SourceConfig
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_missing_file_is_the_default(tmp_path: Path) -> None:
+    config = load_config(tmp_path / "absent.json", env={})
+    assert config.sources == []
+    assert config.database.url is None
+    assert [m.name for m in config.embedding.models] == ["bge-m3", "nomic-embed-text"]
+    assert config.embedding.models[0].dimensions == 1024
+    assert config.limits.max_chunks_per_document == 2000
+
+
+def test_path_comes_from_garage_config(tmp_path: Path) -> None:
+    assert config_path({"GARAGE_CONFIG": str(tmp_path / "x.json")}) == tmp_path / "x.json"
+    assert config_path({}) == Path("~/.garage.json").expanduser()
+
+
+def test_environment_overrides_url_and_hosts(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", json.dumps({"database": {"url": "postgresql://file/db"}}))
+    env = {
+        "GARAGE_DATABASE_URL": "postgresql://env/db",
+        "GARAGE_OLLAMA_HOST": "http://127.0.0.1:9999",
+    }
+    config = load_config(path, env=env)
+    assert config.database.url == "postgresql://env/db"
+    assert config.inference.ollama_host == "http://127.0.0.1:9999"
+    assert load_config(path, env={}).database.url == "postgresql://file/db"
+
+
+def test_unknown_key_names_field_and_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", json.dumps({"limits": {"max_chunk_per_document": 5}}))
+    with pytest.raises(ConfigError) as error:
+        load_config(path, env={})
+    message = str(error.value)
+    assert str(path) in message
+    assert "limits.max_chunk_per_document: unknown key" in message
+
+
+def test_unknown_top_level_section(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", '{"sorces": []}')
+    with pytest.raises(ConfigError, match=r"sorces: unknown key"):
+        load_config(path, env={})
+
+
+def test_wrong_type_names_the_source(tmp_path: Path) -> None:
+    raw = {"sources": [{"name": "notes", "roots": "~/Notes"}]}
+    path = write(tmp_path / "g.json", json.dumps(raw))
+    with pytest.raises(ConfigError, match=r"sources\[0:notes\]\.roots: Input should be a valid list"):
+        load_config(path, env={})
+
+
+def test_invalid_json_gives_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", '{\n  "sources": [\n    {"name": "a",}\n  ]\n}\n')
+    with pytest.raises(ConfigError, match=r"not valid JSON at line 3, column"):
+        load_config(path, env={})
+
+
+def test_top_level_array_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", "[]")
+    with pytest.raises(ConfigError, match="top level must be a JSON object"):
+        load_config(path, env={})
+
+
+def test_binary_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "g.json"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+    with pytest.raises(ConfigError, match="cannot read the file"):
+        load_config(path, env={})
+
+
+def test_missing_source_root_is_reported_when_checked(tmp_path: Path) -> None:
+    raw = {"sources": [{"name": "notes", "roots": [str(tmp_path / "nowhere")]}]}
+    path = write(tmp_path / "g.json", json.dumps(raw))
+    load_config(path, env={})  # other commands still run while a volume is unmounted
+    with pytest.raises(ConfigError) as error:
+        load_config(path, env={}, check_roots=True)
+    assert "sources[0:notes].roots[0]" in str(error.value)
+    assert "does not exist" in str(error.value)
+
+
+def test_mail_source_must_be_communication(tmp_path: Path) -> None:
+    raw = {"sources": [{"name": "mail", "kind": "mail", "roots": ["/"]}]}
+    path = write(tmp_path / "g.json", json.dumps(raw))
+    with pytest.raises(ConfigError, match="corpus_class 'communication'"):
+        load_config(path, env={})
+
+
+def test_duplicate_source_names_and_bad_default_model(tmp_path: Path) -> None:
+    raw = {
+        "sources": [{"name": "a", "roots": ["/"]}, {"name": "a", "roots": ["/tmp"]}],
+    }
+    with pytest.raises(ConfigError, match="source names must be unique: a"):
+        load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})
+    raw = {"embedding": {"default": "missing"}}
+    with pytest.raises(ConfigError, match="default model 'missing'"):
+        load_config(write(tmp_path / "h.json", json.dumps(raw)), env={})
+
+
+def test_source_name_must_be_plain(tmp_path: Path) -> None:
+    raw = {"sources": [{"name": "../etc", "roots": ["/"]}]}
+    with pytest.raises(ConfigError, match=r"sources\[0:\.\./etc\]\.name"):
+        load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})
+
+
+def test_every_error_is_listed_at_once(tmp_path: Path) -> None:
+    raw = {"limits": {"max_chunks_per_document": -1}, "identity": {"self_name": 3}}
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})
+    assert "limits.max_chunks_per_document" in str(error.value)
+    assert "identity.self_name" in str(error.value)
+
+
+def test_save_round_trips_and_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "g.json"
+    config = load_config(path, env={})
+    source = SourceConfig(name="notes", roots=[str(tmp_path)], exclude=["*.tmp"])
+    save_config(config.model_copy(update={"sources": [source]}), path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    again = load_config(path, env={})
+    assert again.sources == [source]
+    assert json.loads(path.read_text())["sources"][0]["roots"] == [str(tmp_path)]
+
+
+def test_broken_file_never_half_applies(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", json.dumps({"sources": [], "limits": {"bogus": 1}}))
+    with pytest.raises(ConfigError):
+        load_config(path, env={})
+    # Nothing was written back: the broken file is still exactly what the person wrote.
+    assert json.loads(path.read_text()) == {"sources": [], "limits": {"bogus": 1}}

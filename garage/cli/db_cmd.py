@@ -78,12 +78,11 @@ def _status(obj: GarageContext) -> dict[str, object]:
         info = server_info(conn)
         migrated = conn.execute(
             "SELECT count(*) AS n FROM pg_tables WHERE tablename = 'schema_migrations'"
-        ).fetchone()["n"]
-        applied = (
-            conn.execute("SELECT count(*) AS n FROM schema_migrations").fetchone()["n"]
-            if migrated
-            else 0
-        )
+        ).fetchone()
+        applied = 0
+        if migrated and migrated["n"]:
+            row = conn.execute("SELECT count(*) AS n FROM schema_migrations").fetchone()
+            applied = row["n"] if row else 0
     report["running"] = True
     report["server_version"] = info.version
     report["extensions"] = {
@@ -112,7 +111,8 @@ def db_status(obj: GarageContext, as_json: bool) -> None:
     click.echo(f"url:      {report['url'] or '-'}")
     if "server_version" in report:
         click.echo(f"version:  PostgreSQL {report['server_version']}")
-        for name, ext in report["extensions"].items():  # type: ignore[union-attr]
+        extensions: dict[str, dict[str, object]] = report["extensions"]  # type: ignore[assignment]
+        for name, ext in extensions.items():
             state = f"available {ext['version']}" if ext["available"] else "absent"
             if ext["installed"]:
                 state += f", installed {ext['installed']}"

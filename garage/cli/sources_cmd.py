@@ -113,9 +113,7 @@ def sources_remove(obj: GarageContext, name: str) -> None:
     config = obj.config(overrides=False)
     if not any(s.name == name for s in config.sources):
         raise click.ClickException(f"no source named {name!r} in {obj.path}")
-    updated = config.model_copy(
-        update={"sources": [s for s in config.sources if s.name != name]}
-    )
+    updated = config.model_copy(update={"sources": [s for s in config.sources if s.name != name]})
     with user_errors():
         save_config(updated, obj.path)
     note = _register_partition(updated, name, add=False)

@@ -110,9 +110,7 @@ def _format_validation(path: Path, error: ValidationError, raw: object) -> str:
     return "\n".join(lines)
 
 
-def parse_config(
-    raw: object, *, path: Path, env: Mapping[str, str] | None = None
-) -> GarageConfig:
+def parse_config(raw: object, *, path: Path, env: Mapping[str, str] | None = None) -> GarageConfig:
     """Validate an already-decoded config document, apply environment overrides."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a JSON object")

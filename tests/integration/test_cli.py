@@ -49,7 +49,9 @@ def test_sources_add_list_remove_registers_partition(runner: CliRunner, isolated
     assert json.loads(runner.invoke(cli, ["sources", "list", "--json"]).output) == []
 
 
-def test_sources_add_refuses_missing_root_and_bad_name(runner: CliRunner, isolated_env: Path) -> None:
+def test_sources_add_refuses_missing_root_and_bad_name(
+    runner: CliRunner, isolated_env: Path
+) -> None:
     result = runner.invoke(cli, ["sources", "add", "notes", str(isolated_env / "gone")])
     assert result.exit_code == 1
     assert "does not exist" in result.output
@@ -101,5 +103,7 @@ def test_db_errors_are_clear(runner: CliRunner, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("GARAGE_DATABASE_URL", "postgresql://nobody:secret@127.0.0.1:1/none")
     result = runner.invoke(cli, ["db", "migrate"])
     assert result.exit_code == 1
-    assert "cannot connect to PostgreSQL at postgresql://nobody:***@127.0.0.1:1/none" in result.output
+    assert (
+        "cannot connect to PostgreSQL at postgresql://nobody:***@127.0.0.1:1/none" in result.output
+    )
     assert "secret" not in result.output

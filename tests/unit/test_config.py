@@ -60,7 +60,9 @@ def test_unknown_top_level_section(tmp_path: Path) -> None:
 def test_wrong_type_names_the_source(tmp_path: Path) -> None:
     raw = {"sources": [{"name": "notes", "roots": "~/Notes"}]}
     path = write(tmp_path / "g.json", json.dumps(raw))
-    with pytest.raises(ConfigError, match=r"sources\[0:notes\]\.roots: Input should be a valid list"):
+    with pytest.raises(
+        ConfigError, match=r"sources\[0:notes\]\.roots: Input should be a valid list"
+    ):
         load_config(path, env={})
 
 

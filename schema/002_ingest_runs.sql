@@ -40,8 +40,9 @@ CREATE TABLE ingest_outcomes (
     uri               text NOT NULL,
     outcome           text NOT NULL CHECK (outcome IN ('rejected', 'failed')),
     reason            text NOT NULL,
-    size_bytes        bigint NOT NULL,
-    mtime_ns          bigint NOT NULL,
+    -- NULL when the walk could not even stat it (an unreadable folder): tried again every run.
+    size_bytes        bigint,
+    mtime_ns          bigint,
     source_sha256     text,
     extractor         text,
     extractor_version integer,

@@ -1,0 +1,165 @@
+"""What the database already knows about a source, loaded once per run.
+
+Ingest decides most files from this snapshot and a stat alone: a no-change run over 100k files
+must not cost 100k queries, let alone 100k reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from garage.config import SourceConfig
+
+
+@dataclass(frozen=True)
+class KnownDocument:
+    id: int
+    size_bytes: int
+    mtime_ns: int
+    source_sha256: str
+    extractor: str
+    extractor_version: int
+    chunker: str | None
+
+
+@dataclass(frozen=True)
+class KnownOutcome:
+    outcome: str
+    size_bytes: int | None
+    mtime_ns: int | None
+    source_sha256: str | None
+    extractor: str | None
+    extractor_version: int | None
+
+
+def upsert_source(conn: psycopg.Connection[Any], source: SourceConfig) -> int:
+    row = conn.execute(
+        "INSERT INTO sources (name, kind, corpus_class, roots) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind,"
+        " corpus_class = EXCLUDED.corpus_class, roots = EXCLUDED.roots, updated_at = now()"
+        " RETURNING id",
+        (source.name, source.kind, source.corpus_class, [str(p) for p in source.root_paths()]),
+    ).fetchone()
+    assert row is not None
+    return int(row["id"] if isinstance(row, dict) else row[0])
+
+
+def known_documents(conn: psycopg.Connection[Any], source_id: int) -> dict[str, KnownDocument]:
+    rows = conn.execute(
+        "SELECT d.uri, d.id, d.size_bytes, d.mtime_ns, d.source_sha256, d.extractor,"
+        " d.extractor_version, c.chunker"
+        " FROM documents d LEFT JOIN LATERAL ("
+        "   SELECT chunker FROM chunks WHERE document_id = d.id AND fact_id IS NULL LIMIT 1"
+        " ) c ON true WHERE d.source_id = %s",
+        (source_id,),
+    ).fetchall()
+    known = {}
+    for row in rows:
+        values = list(row.values()) if isinstance(row, dict) else list(row)
+        known[values[0]] = KnownDocument(*values[1:])
+    return known
+
+
+def known_outcomes(conn: psycopg.Connection[Any], source_id: int) -> dict[str, KnownOutcome]:
+    rows = conn.execute(
+        "SELECT uri, outcome, size_bytes, mtime_ns, source_sha256, extractor, extractor_version"
+        " FROM ingest_outcomes WHERE source_id = %s",
+        (source_id,),
+    ).fetchall()
+    known = {}
+    for row in rows:
+        values = list(row.values()) if isinstance(row, dict) else list(row)
+        known[values[0]] = KnownOutcome(*values[1:])
+    return known
+
+
+def record_outcome(
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    uri: str,
+    outcome: str,
+    reason: str,
+    *,
+    size: int | None,
+    mtime_ns: int | None,
+    source_sha256: str | None = None,
+    extractor: str | None = None,
+    extractor_version: int | None = None,
+) -> None:
+    conn.execute(
+        "INSERT INTO ingest_outcomes (source_id, uri, outcome, reason, size_bytes, mtime_ns,"
+        " source_sha256, extractor, extractor_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (source_id, uri) DO UPDATE SET outcome = EXCLUDED.outcome,"
+        " reason = EXCLUDED.reason, size_bytes = EXCLUDED.size_bytes,"
+        " mtime_ns = EXCLUDED.mtime_ns, source_sha256 = EXCLUDED.source_sha256,"
+        " extractor = EXCLUDED.extractor, extractor_version = EXCLUDED.extractor_version,"
+        " recorded_at = now()",
+        (
+            source_id,
+            uri,
+            outcome,
+            reason,
+            size,
+            mtime_ns,
+            source_sha256,
+            extractor,
+            extractor_version,
+        ),
+    )
+
+
+def clear_outcome(conn: psycopg.Connection[Any], source_id: int, uri: str) -> None:
+    conn.execute("DELETE FROM ingest_outcomes WHERE source_id = %s AND uri = %s", (source_id, uri))
+
+
+class AuthorCache:
+    """authors rows by (name, email), created on first use."""
+
+    def __init__(self, conn: psycopg.Connection[Any]):
+        self.conn = conn
+        self.ids: dict[tuple[str, str | None], int] = {}
+
+    def id_for(self, name: str, email: str | None, is_self: bool) -> int:
+        key = (name, email)
+        if key not in self.ids:
+            row = self.conn.execute(
+                "INSERT INTO authors (name, email, is_self) VALUES (%s, %s, %s)"
+                " ON CONFLICT ON CONSTRAINT authors_name_email"
+                " DO UPDATE SET is_self = authors.is_self OR EXCLUDED.is_self RETURNING id",
+                (name, email, is_self),
+            ).fetchone()
+            assert row is not None
+            self.ids[key] = int(row["id"] if isinstance(row, dict) else row[0])
+        return self.ids[key]
+
+
+def start_run(conn: psycopg.Connection[Any], source_id: int) -> int:
+    row = conn.execute(
+        "INSERT INTO ingest_runs (source_id) VALUES (%s) RETURNING id", (source_id,)
+    ).fetchone()
+    assert row is not None
+    return int(row["id"] if isinstance(row, dict) else row[0])
+
+
+def finish_run(
+    conn: psycopg.Connection[Any], run_id: int, counts: dict[str, Any], seen: list[str]
+) -> None:
+    with conn.transaction():
+        with conn.cursor() as cur:
+            with cur.copy("COPY ingest_seen (run_id, uri) FROM STDIN") as copy:
+                for uri in dict.fromkeys(seen):
+                    copy.write_row((run_id, uri))
+        conn.execute(
+            "UPDATE ingest_runs SET finished_at = now(), completed = %(completed)s,"
+            " seen_count = %(seen)s, indexed_count = %(indexed)s,"
+            " stat_skipped_count = %(stat_skipped)s, unchanged_count = %(unchanged)s,"
+            " rejected_count = %(rejected)s, failed_count = %(failed)s,"
+            " placeholder_count = %(placeholders)s, deleted_count = %(deleted)s,"
+            " chunks_kept = %(chunks_kept)s, chunks_new = %(chunks_new)s,"
+            " chunks_deleted = %(chunks_deleted)s, budget_files = %(budget_files)s,"
+            " budget_bytes = %(budget_bytes)s, note = %(note)s WHERE id = %(run_id)s",
+            {**counts, "run_id": run_id},
+        )

@@ -1,0 +1,80 @@
+"""The ``documents`` and ``chunks`` assets: one ingest pass over one source partition.
+
+One multi-asset, because one transaction per document covers both tables: a document is never
+visible without its chunks.
+"""
+
+
+import dagster as dg
+
+from garage.ingest import IngestError, ingest_source
+from garage_assets.partitions import sources_partitions
+from resources.database import DatabaseResource
+
+
+class IngestConfig(dg.Config):
+    limit: int | None = None  # stop after N files: a partial run deletes nothing
+    force: bool = False  # delete even when more than 25% of the source would go
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "documents",
+            partitions_def=sources_partitions,
+            description="One row per indexed file, mail message or chat thread.",
+            group_name="ingest",
+        ),
+        dg.AssetSpec(
+            "chunks",
+            deps=["documents"],
+            partitions_def=sources_partitions,
+            description="Model-agnostic chunks of each document, reused across edits.",
+            group_name="ingest",
+        ),
+    ],
+)
+def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: DatabaseResource):  # type: ignore[no-untyped-def]
+    garage_config = database.garage_config()
+    try:
+        source = garage_config.source(context.partition_key)
+    except KeyError as error:
+        raise dg.Failure(str(error.args[0])) from None
+    with database.connection() as conn:
+        conn.autocommit = True
+        try:
+            report = ingest_source(
+                conn, garage_config, source, limit=config.limit, force=config.force
+            )
+        except IngestError as error:
+            raise dg.Failure(str(error)) from None
+    context.log.info(report.summary())
+    for line in report.errors[:50]:
+        context.log.warning(line)
+    documents = {
+        "seen": report.seen,
+        "indexed": report.indexed,
+        "stat_skipped": report.stat_skipped,
+        "unchanged": report.unchanged,
+        "rejected": report.rejected,
+        "failed": report.failed,
+        "placeholders": report.placeholders,
+        "deleted": report.deleted,
+        "budget_files": report.budget_files,
+        "budget_bytes": report.budget_bytes,
+        "completed": report.completed,
+        "run_id": report.run_id,
+        "seconds": round(report.seconds, 2),
+    }
+    chunks = {
+        "kept": report.chunks_kept,
+        "new": report.chunks_new,
+        "deleted": report.chunks_deleted,
+    }
+    if report.deletion_refused:
+        raise dg.Failure(
+            description=report.deletion_refused,
+            metadata={**documents, **{f"chunks_{k}": v for k, v in chunks.items()}},
+        )
+    yield dg.MaterializeResult(asset_key="documents", metadata=documents)
+    yield dg.MaterializeResult(asset_key="chunks", metadata=chunks)

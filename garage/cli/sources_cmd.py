@@ -86,21 +86,55 @@ def sources_add(
         click.echo(note)
 
 
+def _counts(config: GarageConfig) -> dict[str, dict[str, object]]:
+    """Per-source counts from the database, when it is running and migrated; else nothing."""
+    from garage.db import connect, resolve_url
+
+    try:
+        url = resolve_url(config, start=False)
+        with connect(url) as conn:
+            rows = conn.execute(
+                "SELECT s.name,"
+                " (SELECT count(*) FROM documents d WHERE d.source_id = s.id) AS documents,"
+                " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+                "   WHERE d.source_id = s.id) AS chunks,"
+                " (SELECT max(finished_at)::text FROM ingest_runs r WHERE r.source_id = s.id)"
+                "   AS last_ingest"
+                " FROM sources s"
+            ).fetchall()
+    except Exception:  # no server, not migrated, unreachable: the counts are optional
+        return {}
+    return {row["name"]: {k: v for k, v in row.items() if k != "name"} for row in rows}
+
+
 @sources_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def sources_list(obj: GarageContext, as_json: bool) -> None:
-    """List the configured sources."""
+    """List the configured sources, with their document and chunk counts."""
     config = obj.config()
+    counts = _counts(config) if config.sources else {}
     if as_json:
-        echo_json([source.model_dump(mode="json") for source in config.sources])
+        echo_json(
+            [
+                source.model_dump(mode="json") | {"counts": counts.get(source.name)}
+                for source in config.sources
+            ]
+        )
         return
     if not config.sources:
         click.echo(f"no sources in {obj.path}; add one with `garage sources add NAME FOLDER`")
         return
     for source in config.sources:
         state = "" if source.enabled else " (disabled)"
-        click.echo(f"{source.name}\t{source.kind}\t{source.corpus_class}{state}")
+        known = counts.get(source.name)
+        tally = (
+            f"\t{known['documents']} documents, {known['chunks']} chunks, "
+            f"last ingest {known['last_ingest'] or 'never'}"
+            if known
+            else "\tnot ingested yet"
+        )
+        click.echo(f"{source.name}\t{source.kind}\t{source.corpus_class}{state}{tally}")
         for root in source.roots:
             click.echo(f"  {root}")
 

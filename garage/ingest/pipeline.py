@@ -291,30 +291,22 @@ class _Run:
         # A failure keeps any older document: nothing stored earlier is lost.
         log.warning("%s: %s", entry.path, reason)
         self.report.errors.append(f"{entry.path}: {reason}")
-        with self.conn.transaction():
-            state.record_outcome(
-                self.conn,
-                self.source_id,
-                uri,
-                "failed",
-                reason,
-                size=entry.size,
-                mtime_ns=entry.mtime_ns,
-                source_sha256=sha,
-                extractor=extractor,
-                extractor_version=version,
-            )
-        self._count("failed", entry)
+        self._remember(entry, uri, "failed", reason, sha, extractor, version, drop_older=False)
 
     def _reject(self, entry, uri, reason, sha, extractor, version) -> None:  # type: ignore[no-untyped-def]
         # No document for text nobody wrote, and an older row for it goes.
         log.info("%s: rejected (%s)", entry.path, reason)
+        self._remember(entry, uri, "rejected", reason, sha, extractor, version, drop_older=True)
+
+    def _remember(self, entry, uri, outcome, reason, sha, extractor, version, *, drop_older):  # type: ignore[no-untyped-def]
+        """Record the outcome with the stat it was judged at, so the file is not read again
+        until it or its extractor changes."""
         with self.conn.transaction():
             state.record_outcome(
                 self.conn,
                 self.source_id,
                 uri,
-                "rejected",
+                outcome,
                 reason,
                 size=entry.size,
                 mtime_ns=entry.mtime_ns,
@@ -322,10 +314,10 @@ class _Run:
                 extractor=extractor,
                 extractor_version=version,
             )
-            known = self.known.pop(uri, None)
+            known = self.known.pop(uri, None) if drop_older else None
             if known is not None:
                 delete_documents(self.conn, [known.id])
-        self._count("rejected", entry)
+        self._count(outcome, entry)
 
     def walk_error(self, error: WalkError) -> None:
         log.warning("%s: %s", error.path, error.reason)

@@ -12,20 +12,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-
-class ChunkLike(Protocol):
-    """What the splitters produce (``garage.chunk.Chunk``)."""
-
-    ord: int
-    text: str
-    start: int
-    end: int
-    heading: str | None
+from garage.chunk import Chunk
 
 
 @dataclass(frozen=True)
@@ -77,7 +69,7 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def new_chunks(chunks: Sequence[ChunkLike], chunker: str) -> list[NewChunk]:
+def new_chunks(chunks: Sequence[Chunk], chunker: str) -> list[NewChunk]:
     return [NewChunk(c.ord, c.text, c.start, c.end, c.heading, chunker) for c in chunks]
 
 

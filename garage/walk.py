@@ -15,7 +15,9 @@ import stat as stat_module
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fnmatch import translate
+from functools import cached_property
 from pathlib import Path
+from urllib.parse import quote_from_bytes
 
 # Folders no person wrote. Matched against a folder's own name.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -33,12 +35,21 @@ DEFAULT_EXCLUDED_FILES: tuple[str, ...] = (".DS_Store", "Thumbs.db", "desktop.in
 
 @dataclass(frozen=True)
 class WalkEntry:
-    path: Path  # absolute
+    path_str: str  # absolute; a str, because building a Path per file is most of a walk's cost
     rel: str  # relative to the root, '/'-separated
     size: int
     mtime_ns: int
     blocks: int | None  # st_blocks where the OS has it
     flags: int | None  # st_flags where the OS has it (macOS)
+
+    @cached_property
+    def path(self) -> Path:
+        return Path(self.path_str)
+
+    @cached_property
+    def uri(self) -> str:
+        # What Path.as_uri() gives, without building the Path.
+        return "file://" + quote_from_bytes(os.fsencode(self.path_str))
 
 
 @dataclass(frozen=True)
@@ -143,7 +154,7 @@ def walk(
                 if included is not None and not included.match(rel):
                     continue
                 yield WalkEntry(
-                    Path(entry.path),
+                    entry.path,
                     rel,
                     st.st_size,
                     st.st_mtime_ns,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from garage.chunk.languages import LANGUAGE_SEPARATORS
 from garage.chunk.splitters import RecursiveSplitter
@@ -54,6 +55,7 @@ class Chunker:
         return chunks
 
 
+@lru_cache(maxsize=128)  # asked once per file: build each chunker once
 def chunker_for(kind: str, language: str | None = None) -> Chunker:
     """The chunker for an extractor's kind ("markdown", "prose", "code") and language."""
     if kind == "code":

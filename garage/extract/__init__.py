@@ -66,10 +66,14 @@ for _ext, _lang in _CODE.items():
     _TABLE[_ext] = ExtractorSpec("code", 1, "code", _lang, module="text")
 
 
-def extractor_for(path: Path) -> ExtractorSpec | None:
+def extractor_for(path: Path | str) -> ExtractorSpec | None:
     """The extractor for a file, by extension; None when Garage does not read that kind."""
-    suffix = path.suffix[1:].lower()
-    return _TABLE.get(suffix) if suffix else None
+    name = path if isinstance(path, str) else path.name
+    dot = name.rfind(".")
+    # A leading dot is a hidden file's name, not an extension (as Path.suffix has it).
+    if dot <= name.rfind("/") + 1 or dot == len(name) - 1:
+        return None
+    return _TABLE.get(name[dot + 1 :].lower())
 
 
 def extract(path: Path, data: bytes) -> Extraction:

@@ -149,11 +149,11 @@ class _Run:
     # -- one file -------------------------------------------------------------------------
 
     def handle(self, entry: WalkEntry) -> None:
-        spec = extractor_for(entry.path)
+        spec = extractor_for(entry.path_str)
         if spec is None:
             self.report.unsupported += 1
             return
-        uri = entry.path.as_uri()
+        uri = entry.uri
         self.seen.append(uri)
         self.report.seen += 1
         known = self.known.get(uri)
@@ -285,7 +285,7 @@ class _Run:
 
     def _count(self, counter: str, entry: WalkEntry) -> None:
         setattr(self.report, counter, getattr(self.report, counter) + 1)
-        self.progress(counter, str(entry.path))
+        self.progress(counter, entry.path_str)
 
     def _fail(self, entry, uri, reason, sha=None, extractor=None, version=None) -> None:  # type: ignore[no-untyped-def]
         # A failure keeps any older document: nothing stored earlier is lost.

@@ -107,7 +107,7 @@ def test_sparse_file_looks_like_a_dataless_placeholder(tmp_path: Path) -> None:
     assert not is_placeholder(entries["real.md"])
     assert is_placeholder(entries["sparse.md"])
     assert not is_placeholder(entries["empty.md"])
-    flagged = WalkEntry(real, "real.md", 5000, 0, 8, 0x40000000)
+    flagged = WalkEntry(str(real), "real.md", 5000, 0, 8, 0x40000000)
     assert is_placeholder(flagged)  # macOS SF_DATALESS
 
 
@@ -136,3 +136,17 @@ def test_read_bytes_limits_size(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="larger than 999 bytes"):
         read_bytes(big, max_bytes=999)
     assert read_bytes(big, timeout=5) == b"a" * 1000
+
+
+def test_entry_uri_is_what_pathlib_gives(tmp_path: Path) -> None:
+    tree(tmp_path, ["with space/naïve #1 ?.md", ".hidden", "noext", "trailing."])
+    entries = [e for e in walk(tmp_path) if isinstance(e, WalkEntry)]
+    assert len(entries) == 4
+    for entry in entries:
+        assert entry.uri == entry.path.as_uri()
+    from garage.extract import extractor_for
+
+    assert [extractor_for(e.path_str) for e in entries if e.rel != "with space/naïve #1 ?.md"] == [
+        None, None, None,
+    ]  # fmt: skip
+    assert extractor_for(str(tmp_path / "with space" / "naïve #1 ?.md")).name == "markdown"  # type: ignore[union-attr]

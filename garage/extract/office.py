@@ -44,6 +44,8 @@ def _core(props: Any) -> tuple[str | None, str | None, dict[str, object]]:
 
 def _docx(data: bytes, spec: ExtractorSpec) -> Extraction:
     import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
 
     document = docx.Document(io.BytesIO(data))
     parts: list[str] = []
@@ -51,7 +53,7 @@ def _docx(data: bytes, spec: ExtractorSpec) -> Extraction:
     for block in document.element.body.iterchildren():
         tag = block.tag.rsplit("}", 1)[-1]
         if tag == "p":
-            paragraph = docx.text.paragraph.Paragraph(block, document)
+            paragraph = Paragraph(block, document)
             text = paragraph.text.strip()
             if not text:
                 continue
@@ -63,7 +65,7 @@ def _docx(data: bytes, spec: ExtractorSpec) -> Extraction:
             else:
                 parts.append(text)
         elif tag == "tbl":
-            table = docx.table.Table(block, document)
+            table = Table(block, document)
             rows = [[cell.text for cell in row.cells] for row in table.rows]
             if rows:
                 parts.append(markdown_table(rows))

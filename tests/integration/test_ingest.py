@@ -226,6 +226,8 @@ def test_bad_input_gets_an_outcome_and_loses_nothing(migrated_db: str, tmp_path:
     with zipfile.ZipFile(root / "fake.docx", "w") as archive:
         archive.writestr("hello.txt", "not a word document")
     (root / "image.md").write_bytes(bytes(range(256)) * 64)  # binary named .md
+    (root / "empty.md").write_bytes(b"")
+    (root / "blank.txt").write_text("  \n\t\n")
     (root / "huge.txt").write_bytes(b"a line of text\n" * 4_000_000)  # 60 MB, over the limit
     (root / "loop").mkdir()
     os.symlink(root / "loop", root / "loop" / "again")
@@ -237,6 +239,7 @@ def test_bad_input_gets_an_outcome_and_loses_nothing(migrated_db: str, tmp_path:
     assert {"broken.pdf", "fake.docx", "image.md", "huge.txt", "crazyones.pdf"} <= set(names)
     assert "broken.pdf" in names["broken.pdf"] and "fake.docx" in names["fake.docx"]
     assert "too large" in names["huge.txt"]
+    assert names["empty.md"] == "no text" and names["blank.txt"] == "no text"
     # The PDF that went bad keeps its earlier document and chunks.
     kept = rows(migrated_db, "SELECT count(*) FROM documents WHERE uri LIKE %s", "%crazyones.pdf")
     assert kept == [(1,)]

@@ -1,71 +1,183 @@
-"""Real files written by other people, fetched from package registries and cached.
+"""Real files written by other people, fetched from the package registries and cached.
 
-``material(name)`` returns the unpacked folder of one package, fetching it on first use into
-``~/.cache/garage/material/<name>``. A failed fetch fails the test with the reason: tests never
-skip silently for want of their files.
+``material(name)`` returns the unpacked folder of one source, fetching it on first use into
+``~/.cache/garage/material/<name>`` (``GARAGE_CACHE`` moves ``~/.cache/garage``). Fetches are
+idempotent (a finished folder is never refetched), atomic (unpacked beside, then renamed) and
+serialised by a lock, so parallel test runs share one download. A failed fetch fails the test
+with the reason: tests never skip silently for want of their files.
+
+``python -m tests.material`` fetches everything (what CI can run first) and prints the time.
+
+Sources, versions exact:
+- Debian: libpython3.11-testsuite and python3.11-doc 3.11.2-6+deb12u9 (mail, PEM keys, decimal
+  test tables; 497 reStructuredText documentation sources).
+- PyPI sdists: pypdf 7.1.1 (resources/: 72 PDFs, crazyones.txt), ocrmypdf 17.13.0 (a corrupt
+  invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files).
+- PyPI wheel: gensim 4.4.0 (GloVe vectors, a stemmed token stream).
+- "pptx-embedded-xlsx": the workbooks embedded in python-pptx's chart decks.
+- "logs": this machine's dpkg and apt logs, copied so tests read a stable snapshot.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-
-import pytest
 
 CACHE = Path(os.environ.get("GARAGE_CACHE", Path.home() / ".cache" / "garage")) / "material"
 
-# name -> (registry, package, version)
-PACKAGES = {
-    "pypdf": ("pypi", "pypdf", "7.1.1"),
-    "ocrmypdf": ("pypi", "ocrmypdf", "17.13.0"),
-    "python-docx": ("pypi", "python-docx", "1.2.0"),
-    "python-pptx": ("pypi", "python-pptx", "1.0.2"),
-    "python3.11-doc": ("debian", "python3.11-doc", "3.11.2-6+deb12u9"),
-    "libpython3.11-testsuite": ("debian", "libpython3.11-testsuite", "3.11.2-6+deb12u9"),
+DEBIAN = "3.11.2-6+deb12u9"
+SDISTS = {
+    "pypdf": "7.1.1",
+    "ocrmypdf": "17.13.0",
+    "python-docx": "1.2.0",
+    "python-pptx": "1.0.2",
 }
+GENSIM = "4.4.0"
+GENSIM_FILES = (
+    "gensim/test/test_data/test_glove.txt",
+    "gensim/test/test_data/head500.noblanks.cor",
+)
+LOGS = ("/var/log/dpkg.log", "/var/log/apt/term.log", "/var/log/apt/history.log")
+
+
+class MaterialError(RuntimeError):
+    pass
 
 
 def _run(*args: str, cwd: Path) -> None:
-    result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+    try:
+        result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise MaterialError(f"{' '.join(args)}: {error}") from None
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed: {result.stderr.strip()[-800:]}")
+        raise MaterialError(f"{' '.join(args)} failed: {result.stderr.strip()[-800:]}")
 
 
-def _fetch(name: str, target: Path) -> None:
-    registry, package, version = PACKAGES[name]
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        if registry == "pypi":
-            _run(
-                "pip", "download", "--no-deps", "--no-binary", ":all:",
-                "-q", "-d", str(work), f"{package}=={version}", cwd=work,
-            )  # fmt: skip
-            [archive] = list(work.glob("*.tar.gz"))
-            with tarfile.open(archive) as tar:
-                tar.extractall(work / "x", filter="data")
-            [unpacked] = list((work / "x").iterdir())
-        else:
-            try:
-                _run("apt-get", "download", f"{package}={version}", cwd=work)
-            except RuntimeError:
-                _run("apt-get", "update", "-qq", cwd=work)
-                _run("apt-get", "download", f"{package}={version}", cwd=work)
-            [deb] = list(work.glob("*.deb"))
-            unpacked = work / "x"
-            _run("dpkg", "-x", str(deb), str(unpacked), cwd=work)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(unpacked), str(target))
+def _pip(*args: str, cwd: Path) -> None:
+    _run(sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cwd), *args, cwd=cwd)
+
+
+def _sdist(package: str) -> Callable[[Path], Path]:
+    def fetch(work: Path) -> Path:
+        # Only this package from source: its build backend comes as a wheel, not built too.
+        _pip("--no-binary", package, f"{package}=={SDISTS[package]}", cwd=work)
+        [archive] = work.glob("*.tar.gz")
+        with tarfile.open(archive) as tar:
+            tar.extractall(work / "x", filter="data")
+        [unpacked] = (work / "x").iterdir()
+        return unpacked
+
+    return fetch
+
+
+def _debian(package: str) -> Callable[[Path], Path]:
+    def fetch(work: Path) -> Path:
+        spec = f"{package}={DEBIAN}"
+        try:
+            _run("apt-get", "download", spec, cwd=work)
+        except MaterialError:  # an old or missing package list: refresh it once
+            _run("apt-get", "update", "-qq", cwd=work)
+            _run("apt-get", "download", spec, cwd=work)
+        [deb] = work.glob("*.deb")
+        _run("dpkg-deb", "-x", str(deb), str(work / "x"), cwd=work)
+        return work / "x"
+
+    return fetch
+
+
+def _gensim(work: Path) -> Path:
+    # One fixed wheel whatever the interpreter: the test data is the same in all of them.
+    _pip(
+        "--only-binary", ":all:", "--python-version", "3.11", "--implementation", "cp",
+        "--abi", "cp311", "--platform", "manylinux_2_28_x86_64", f"gensim=={GENSIM}", cwd=work,
+    )  # fmt: skip
+    [wheel] = work.glob("gensim-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        for member in GENSIM_FILES:
+            archive.extract(member, work / "x")
+    return work / "x"
+
+
+def _embedded_xlsx(work: Path) -> Path:
+    out = work / "x"
+    out.mkdir()
+    for deck in sorted((fetch("python-pptx") / "features/steps/test_files").glob("*.pptx")):
+        with zipfile.ZipFile(deck) as archive:
+            for member in archive.namelist():
+                if member.startswith("ppt/embeddings/") and member.endswith(".xlsx"):
+                    (out / f"{deck.stem}--{Path(member).name}").write_bytes(archive.read(member))
+    return out
+
+
+def _logs(work: Path) -> Path:
+    out = work / "x"
+    out.mkdir()
+    for log in map(Path, LOGS):
+        if log.is_file() and log.stat().st_size > 0:
+            shutil.copyfile(log, out / log.name)
+    if not (out / "dpkg.log").exists():
+        raise MaterialError("/var/log/dpkg.log is missing or empty on this machine")
+    return out
+
+
+SOURCES: dict[str, Callable[[Path], Path]] = {
+    **{name: _sdist(name) for name in SDISTS},
+    "libpython3.11-testsuite": _debian("libpython3.11-testsuite"),
+    "python3.11-doc": _debian("python3.11-doc"),
+    "gensim": _gensim,
+    "pptx-embedded-xlsx": _embedded_xlsx,
+    "logs": _logs,
+}
+
+
+@contextmanager
+def _locked(name: str) -> Iterator[None]:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def fetch(name: str) -> Path:
+    """The cached folder of ``name``, fetched first if need be; MaterialError if it cannot be."""
+    target = CACHE / name
+    if target.is_dir():
+        return target
+    with _locked(name):
+        if target.is_dir():  # fetched by another process while this one waited
+            return target
+        with tempfile.TemporaryDirectory(dir=CACHE, prefix=f".{name}-") as tmp:
+            unpacked = SOURCES[name](Path(tmp))
+            unpacked.rename(target)
+    return target
 
 
 def material(name: str) -> Path:
-    target = CACHE / name
-    if not target.exists():
-        try:
-            _fetch(name, target)
-        except (RuntimeError, ValueError, subprocess.TimeoutExpired) as error:
-            pytest.fail(f"could not fetch test material {name!r}: {error}")
-    return target
+    """``fetch`` for tests: a failure fails the test, naming the source and the reason."""
+    try:
+        return fetch(name)
+    except (MaterialError, OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as error:
+        import pytest
+
+        pytest.fail(f"could not fetch test material {name!r}: {error}", pytrace=False)
+
+
+def main() -> None:
+    for name in SOURCES:
+        start = time.monotonic()
+        path = fetch(name)
+        print(f"{name:<26} {time.monotonic() - start:6.1f}s  {path}")
+
+
+if __name__ == "__main__":
+    main()

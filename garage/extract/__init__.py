@@ -1,73 +1,113 @@
-"""Stage 3, extract: dispatch by extension, with lazy imports.
+"""Stage 3, extract: turn a file's bytes into searchable text, a title and metadata.
 
-A walk over 100k files must not pay for pypdf, pdfplumber and openpyxl in every process, so the
-dispatch table names modules, and a module is imported only when a file of its kind is read.
-Each extractor has a version: bumping it re-extracts every file of its kind.
+Dispatch is by extension (case-insensitive). The table names extractor *modules*, imported only
+when a file of that kind is extracted: a walk over 100k files calls ``extractor_for`` on every
+one and must not pay for importing pypdf, pdfplumber, python-docx, python-pptx or openpyxl.
+
+Each kind has a version: bumping it makes ingest re-extract every file of that kind. Version 2
+replaces the first, provisional extractors (their text differs: page offsets, interleaved PDF
+tables, list markers, row caps), so files they extracted are redone.
+
+Choices worth knowing:
+- ``embedded_author`` is the raw author from embedded metadata, unfiltered (attribution filters
+  tool names like "python-docx"): frontmatter ``author``; PDF ``/Author``; Office
+  ``core_properties.author`` (xlsx ``creator``), falling back to ``last_modified_by`` only when
+  the author is empty, since the last person to save a file is the next best evidence of who
+  wrote it. ``metadata["embedded_author_field"]`` says which field it came from.
+- CSV and TSV are not extracted: they are data exports, mostly machine-made and unbounded in
+  size, and a verbatim dump chunks into noise. JSON, XML and HTML wait for extractors of their
+  own, as do mail (.eml, .emlx, mbox), images and Messages.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 
 @dataclass(frozen=True)
 class ExtractorSpec:
-    name: str
-    version: int
+    name: str  # "markdown", "text", "code", "pdf", "docx", "pptx", "xlsx"
+    version: int  # bump to force re-extraction of every file of this kind
     kind: str  # "markdown" | "prose" | "code": picks the chunker
-    language: str | None = None
-    module: str = field(default="text", compare=False, repr=False)
+    language: str | None = None  # for code: "python", "js", "shell", … (None otherwise)
 
 
 @dataclass(frozen=True)
 class Extraction:
-    text: str
+    text: str  # the document content (chunked and searched)
     title: str | None
     spec: ExtractorSpec
-    metadata: dict[str, object]
-    embedded_author: str | None = None  # raw, unfiltered: attribution filters tool names
+    metadata: dict[str, object]  # JSON-serialisable
+    embedded_author: str | None = None  # raw, unfiltered (see the module docstring)
 
 
 class ExtractionError(Exception):
+    """Corrupt or unsupported content; ``str()`` names the file and what is wrong with it."""
+
     def __init__(self, path: Path, reason: str):
         super().__init__(f"{path.name}: {reason}")
         self.path = path
         self.reason = reason
 
 
-MARKDOWN = ExtractorSpec("markdown", 1, "markdown", module="text")
-TEXT = ExtractorSpec("text", 1, "prose", module="text")
-PDF = ExtractorSpec("pdf", 1, "prose", module="pdf")
-DOCX = ExtractorSpec("docx", 1, "markdown", module="office")
-PPTX = ExtractorSpec("pptx", 1, "markdown", module="office")
-XLSX = ExtractorSpec("xlsx", 1, "markdown", module="office")
+MARKDOWN = ExtractorSpec("markdown", 2, "markdown")
+TEXT = ExtractorSpec("text", 2, "prose")
+PDF = ExtractorSpec("pdf", 2, "prose")
+DOCX = ExtractorSpec("docx", 2, "markdown")
+PPTX = ExtractorSpec("pptx", 2, "markdown")
+XLSX = ExtractorSpec("xlsx", 2, "markdown")
+CODE_VERSION = 2
 
+# Extractor name -> module under garage.extract. Later: "mail", "image", "messages".
+_MODULES = {
+    "markdown": "text", "text": "text", "code": "text",
+    "pdf": "pdf", "docx": "office", "pptx": "office", "xlsx": "office",
+}  # fmt: skip
+
+# Extension -> language. Names follow garage.chunk's separator table where it has the language
+# (python, js, ts, go, rust, java, kotlin, swift, c, cpp, csharp, ruby, php, scala, lua, r,
+# haskell, elixir, powershell, sol, proto, cobol); the rest get the generic code splitter.
 _CODE = {
-    "py": "python", "pyi": "python", "js": "js", "mjs": "js", "cjs": "js", "jsx": "js",
-    "ts": "ts", "tsx": "ts", "go": "go", "rs": "rust", "java": "java", "kt": "kotlin",
-    "kts": "kotlin", "swift": "swift", "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp",
-    "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "cs": "csharp", "rb": "ruby", "php": "php",
-    "scala": "scala", "lua": "lua", "r": "r", "hs": "haskell", "ex": "elixir", "exs": "elixir",
-    "ps1": "powershell", "sol": "sol", "proto": "proto", "sh": None, "bash": None, "zsh": None,
-    "sql": None, "pl": None, "m": None, "mm": None, "el": None, "clj": None, "dart": None,
-    "vue": None, "svelte": None, "css": None, "scss": None, "toml": None, "yaml": None,
-    "yml": None, "ini": None, "cfg": None, "json": None, "xml": None, "gradle": None,
+    "py": "python", "pyi": "python", "pyw": "python", "pyx": "python",
+    "js": "js", "mjs": "js", "cjs": "js", "jsx": "js", "ts": "ts", "tsx": "ts", "mts": "ts",
+    "cts": "ts", "go": "go", "rs": "rust", "java": "java", "kt": "kotlin", "kts": "kotlin",
+    "swift": "swift", "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "c++": "cpp",
+    "hpp": "cpp", "hh": "cpp", "hxx": "cpp", "cs": "csharp", "rb": "ruby", "rake": "ruby",
+    "php": "php", "scala": "scala", "sc": "scala", "lua": "lua", "r": "r", "hs": "haskell",
+    "ex": "elixir", "exs": "elixir", "ps1": "powershell", "psm1": "powershell", "sol": "sol",
+    "proto": "proto", "cob": "cobol", "cbl": "cobol",
+    "sh": "shell", "bash": "shell", "zsh": "shell", "fish": "shell", "ksh": "shell",
+    "sql": "sql", "pl": "perl", "pm": "perl", "m": "objc", "mm": "objc", "dart": "dart",
+    "groovy": "groovy", "gradle": "groovy", "clj": "clojure", "cljs": "clojure",
+    "el": "elisp", "lisp": "lisp", "scm": "scheme", "rkt": "racket", "ml": "ocaml",
+    "mli": "ocaml", "fs": "fsharp", "erl": "erlang", "jl": "julia", "nim": "nim", "zig": "zig",
+    "f90": "fortran", "f95": "fortran", "asm": "asm", "s": "asm", "tcl": "tcl", "awk": "awk",
+    "vim": "vim", "bat": "batch", "cmd": "batch", "vb": "vb", "cmake": "cmake", "mk": "make",
+    "tf": "hcl", "hcl": "hcl", "nix": "nix", "graphql": "graphql", "vue": "vue",
+    "svelte": "svelte", "css": "css", "scss": "scss", "sass": "sass", "less": "less",
+    "yaml": "yaml", "yml": "yaml", "toml": "toml", "ini": "ini", "cfg": "ini",
 }  # fmt: skip
 
 _TABLE: dict[str, ExtractorSpec] = {
-    "md": MARKDOWN, "markdown": MARKDOWN, "mdown": MARKDOWN, "mkd": MARKDOWN,
+    "md": MARKDOWN, "markdown": MARKDOWN, "mdown": MARKDOWN, "mkd": MARKDOWN, "mdx": MARKDOWN,
     "txt": TEXT, "text": TEXT, "rst": TEXT, "org": TEXT, "tex": TEXT, "adoc": TEXT,
+    "asciidoc": TEXT,
     "pdf": PDF, "docx": DOCX, "pptx": PPTX, "xlsx": XLSX, "xlsm": XLSX,
-    # Room for the next kinds: mail (.eml, .emlx, .mbox), images, Messages chat.db.
+    # Room for the kinds that come later: "eml", "emlx", "mbox" (mail); "jpg", "png", "heic"
+    # (images); Messages' chat.db is a source kind of its own, not an extension.
 }  # fmt: skip
-for _ext, _lang in _CODE.items():
-    _TABLE[_ext] = ExtractorSpec("code", 1, "code", _lang, module="text")
+_TABLE |= {ext: ExtractorSpec("code", CODE_VERSION, "code", lang) for ext, lang in _CODE.items()}
 
 
 def extractor_for(path: Path | str) -> ExtractorSpec | None:
-    """The extractor for a file, by extension; None when Garage does not read that kind."""
+    """The extractor for a file, by extension; None when Garage does not read that kind.
+
+    Takes a path string too: the walk has one per file and need not build a Path for it.
+    """
     name = path if isinstance(path, str) else path.name
     dot = name.rfind(".")
     # A leading dot is a hidden file's name, not an extension (as Path.suffix has it).
@@ -77,13 +117,52 @@ def extractor_for(path: Path | str) -> ExtractorSpec | None:
 
 
 def extract(path: Path, data: bytes) -> Extraction:
-    """Extract text from bytes already read (and hashed) by the caller; never reopens."""
+    """Extract the bytes the caller already read (and hashed); the file is never reopened.
+
+    Raises ExtractionError for corrupt or unsupported content. Empty or blank text is not an
+    error: the Extraction then has empty text, and the caller decides.
+    """
     spec = extractor_for(path)
     if spec is None:
         raise ExtractionError(path, "no extractor for this kind of file")
-    module = importlib.import_module(f"garage.extract.{spec.module}")
+    module = importlib.import_module(f"garage.extract.{_MODULES[spec.name]}")
     result: Extraction = module.extract(path, data, spec)
     return result
+
+
+# -- helpers shared by the extractors ------------------------------------------------------------
+
+_JUNK_PREFIX = re.compile(r"^(?:microsoft\s+)?(?:word|powerpoint|excel)\s+-\s+", re.IGNORECASE)
+_FILE_SUFFIX = re.compile(
+    r"\.(?:docx?|pptx?|xlsx?|pdf|rtf|odt|pages|key|indd|tex|dvi|ps|txt)$", re.IGNORECASE
+)
+_GENERIC_TITLE = re.compile(
+    r"^(?:untitled(?:\s+document)?|(?:new\s+)?document\d*|doc\d*|title|model|book\d*|"
+    r"(?:powerpoint\s+)?presentation\d*|slide\s*\d*|binder\d*|(?:anonymous)|unknown|none|-+)$",
+    re.IGNORECASE,
+)
+
+
+def clean_title(title: str | None) -> str | None:
+    """An embedded title, unless it is junk that tools write: a file name ("Binder1.pdf",
+    "Microsoft Word - report.docx" becomes "report"), "Untitled", "Presentation"."""
+    if not title:
+        return None
+    title = " ".join(title.replace("\x00", "").split())
+    title = _FILE_SUFFIX.sub("", _JUNK_PREFIX.sub("", title)).strip()
+    if not title or _GENERIC_TITLE.match(title) or not any(c.isalpha() for c in title):
+        return None
+    return title
+
+
+def clean_rows(rows: Sequence[Sequence[object]]) -> list[list[str]]:
+    """Table cells as single-line strings, without the empty rows and columns that merged and
+    spanning cells leave behind; the first remaining row is the header."""
+    table = [[" ".join(str(c or "").split()) for c in row] for row in rows]
+    table = [row for row in table if any(row)]
+    width = max((len(row) for row in table), default=0)
+    keep = [j for j in range(width) if any(j < len(row) and row[j] for row in table)]
+    return [[row[j] if j < len(row) else "" for j in keep] for row in table]
 
 
 __all__ = ["Extraction", "ExtractionError", "ExtractorSpec", "extract", "extractor_for"]

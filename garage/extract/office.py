@@ -1,87 +1,165 @@
-"""Office files: python-docx, python-pptx and openpyxl, with headings kept as Markdown."""
+"""Office files: python-docx, python-pptx and openpyxl, rendered as Markdown.
+
+- docx: body paragraphs and tables in document order; Title and Heading N styles (or any style
+  with an outline level) become ``#`` headings, list paragraphs ``-`` items, tables Markdown.
+- pptx: a ``## title`` heading per slide (``## Slide N`` when it has none), then its text in
+  reading order (top to bottom, left to right), tables as Markdown, and the speaker notes.
+- xlsx: a ``## SheetName`` heading per sheet and the sheet as a Markdown table whose header is
+  its first non-empty row, capped at MAX_ROWS rows and MAX_COLUMNS columns (recorded in
+  metadata as ``truncated`` and ``truncated_columns``).
+
+Headers, footers, comments and text boxes are left out: they repeat or annotate the body.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec
+from garage.extract import Extraction, ExtractionError, ExtractorSpec, clean_rows, clean_title
 from garage.extract.tables import markdown_table
 
-MAX_ROWS = 2000  # per sheet: a workbook of raw data is not prose
+MAX_ROWS = 1000  # data rows per sheet: a workbook of raw data is not prose, and chunks cost
+MAX_COLUMNS = 60  # columns per sheet, likewise recorded when cut
+MAX_SCANNED = 100_000  # rows read per sheet, empty ones included
+MAX_UNPACKED = 1 << 30  # bytes: a zip that would inflate past this is refused (zip bombs)
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_PARTS = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
 def extract(path: Path, data: bytes, spec: ExtractorSpec) -> Extraction:
-    if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise ExtractionError(path, f"not a {spec.name} file (not a zip archive)")
+    _check_package(path, data, spec.name)
     try:
-        return {"docx": _docx, "pptx": _pptx, "xlsx": _xlsx}[spec.name](data, spec)
-    except ExtractionError:
-        raise
-    except Exception as error:  # the libraries raise KeyError, ValueError, … on broken parts
+        with warnings.catch_warnings():
+            # openpyxl warns about every extension it drops: noise across 100k files.
+            warnings.simplefilter("ignore", UserWarning)
+            return {"docx": _docx, "pptx": _pptx, "xlsx": _xlsx}[spec.name](data, spec)
+    except Exception as error:  # the libraries raise KeyError, ValueError, lxml errors, …
+        message = " ".join(str(error).split())[:200]
         raise ExtractionError(
-            path, f"not a readable {spec.name} file ({type(error).__name__}: {error})"
-        ) from error
+            path, f"not a readable {spec.name} file ({type(error).__name__}: {message})"
+        ) from None
+
+
+def _check_package(path: Path, data: bytes, name: str) -> None:
+    """Refuse what is not an Office Open XML package before a library trips over it."""
+    if data.startswith(_OLE):
+        raise ExtractionError(
+            path, f"not a {name} file (a password-protected or old binary Office document)"
+        )
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise ExtractionError(path, f"not a {name} file (not a zip archive)") from None
+    with archive:
+        names = archive.namelist()
+        unpacked = sum(info.file_size for info in archive.infolist())
+    if "[Content_Types].xml" not in names or not any(n.startswith(_PARTS[name]) for n in names):
+        raise ExtractionError(
+            path, f"not a readable {name} file (a zip archive without the {_PARTS[name]} part)"
+        )
+    if unpacked > MAX_UNPACKED:
+        raise ExtractionError(path, f"{name} file would unpack to {unpacked} bytes; refused")
 
 
 def _core(props: Any) -> tuple[str | None, str | None, dict[str, object]]:
-    """Title and author from core properties (docx/pptx name it author, openpyxl creator)."""
+    """Title, embedded author and metadata from core properties. The author is ``author``
+    (openpyxl calls it ``creator``), else ``last_modified_by``: raw, not filtered here."""
 
     def field(*names: str) -> str | None:
         for name in names:
             value = getattr(props, name, None)
             if isinstance(value, str) and value.strip():
-                return value.strip()
+                return " ".join(value.split())
         return None
 
-    author = field("author", "creator")
-    modified_by = field("last_modified_by", "lastModifiedBy")
-    meta: dict[str, object] = {"core_author": author, "last_modified_by": modified_by}
-    return field("title"), author or modified_by, meta
+    author, modified_by = field("author", "creator"), field("last_modified_by", "lastModifiedBy")
+    meta: dict[str, object] = {"author": author, "last_modified_by": modified_by}
+    for name in ("created", "modified"):
+        value = getattr(props, name, None)
+        if isinstance(value, dt.datetime):
+            meta[name] = value.isoformat()
+    if author or modified_by:
+        meta["embedded_author_field"] = "author" if author else "last_modified_by"
+    return clean_title(field("title")), author or modified_by, meta
+
+
+# -- docx ---------------------------------------------------------------------------------------
 
 
 def _docx(data: bytes, spec: ExtractorSpec) -> Extraction:
     import docx
     from docx.table import Table
-    from docx.text.paragraph import Paragraph
 
     document = docx.Document(io.BytesIO(data))
     parts: list[str] = []
-    first_heading = None
-    for block in document.element.body.iterchildren():
-        tag = block.tag.rsplit("}", 1)[-1]
-        if tag == "p":
-            paragraph = Paragraph(block, document)
-            text = paragraph.text.strip()
-            if not text:
-                continue
-            style = (paragraph.style.name if paragraph.style is not None else "") or ""
-            level = _heading_level(style)
-            if level:
-                first_heading = first_heading or text
-                parts.append("#" * level + " " + text)
-            else:
-                parts.append(text)
-        elif tag == "tbl":
-            table = Table(block, document)
-            rows = [[cell.text for cell in row.cells] for row in table.rows]
+    first_heading: str | None = None
+    paragraphs = tables = 0
+    for block in document.iter_inner_content():
+        if isinstance(block, Table):
+            rows = clean_rows([[cell.text for cell in row.cells] for row in block.rows])
             if rows:
                 parts.append(markdown_table(rows))
+                tables += 1
+            continue
+        text = block.text.strip()
+        if not text:
+            continue
+        paragraphs += 1
+        level = _heading_level(block)
+        if level:
+            first_heading = first_heading or text
+            parts.append(f"{'#' * level} {' '.join(text.split())}")
+        elif _is_list_item(block):
+            parts.append(f"- {text}")
+        else:
+            parts.append(text)
     title, author, meta = _core(document.core_properties)
-    return Extraction("\n\n".join(parts), title or first_heading, spec, meta, author)
+    meta |= {"paragraphs": paragraphs, "tables": tables}
+    return Extraction(_join(parts), title or first_heading, spec, meta, author)
 
 
-def _heading_level(style: str) -> int:
-    if style == "Title":
+def _heading_level(paragraph: Any) -> int:
+    """1 for Title and Heading 1, N for Heading N; else the outline level of the paragraph or
+    of its style chain, which custom and localised heading styles carry."""
+    style = paragraph.style
+    name = (style.name or "") if style is not None else ""
+    if name == "Title":
         return 1
-    if style.startswith("Heading "):
-        try:
-            return min(int(style.split()[1]), 6)
-        except ValueError:
-            return 0
+    if name.startswith("Heading ") and name[8:].isdigit():
+        return min(int(name[8:]), 6)
+    for element in [paragraph._p, *_style_chain(style)]:
+        ppr = element.find(f"{_W}pPr")
+        outline = ppr.find(f"{_W}outlineLvl") if ppr is not None else None
+        if outline is not None:
+            value = outline.get(f"{_W}val", "")
+            # Level 9 means body text; levels 0-8 are headings 1-9.
+            return min(int(value) + 1, 6) if value.isdigit() and int(value) < 9 else 0
     return 0
+
+
+def _style_chain(style: Any) -> list[Any]:
+    chain: list[Any] = []
+    while style is not None and len(chain) < 10:
+        chain.append(style.element)
+        style = style.base_style
+    return chain
+
+
+def _is_list_item(paragraph: Any) -> bool:
+    style = paragraph.style
+    if style is not None and (style.name or "").startswith(("List Bullet", "List Number")):
+        return True
+    ppr = paragraph._p.find(f"{_W}pPr")
+    return ppr is not None and ppr.find(f"{_W}numPr") is not None
+
+
+# -- pptx ---------------------------------------------------------------------------------------
 
 
 def _pptx(data: bytes, spec: ExtractorSpec) -> Extraction:
@@ -89,27 +167,47 @@ def _pptx(data: bytes, spec: ExtractorSpec) -> Extraction:
 
     deck = pptx.Presentation(io.BytesIO(data))
     parts: list[str] = []
-    first_title = None
+    first_title: str | None = None
+    n_tables = 0
     for number, slide in enumerate(deck.slides, start=1):
         title_shape = slide.shapes.title
-        title = title_shape.text_frame.text.strip() if title_shape is not None else ""
-        first_title = first_title or title or None
-        parts.append(f"## {title or f'Slide {number}'}")
-        for shape in slide.shapes:
-            if shape is title_shape:
+        heading = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+        first_title = first_title or heading or None
+        parts.append(f"## {heading or f'Slide {number}'}")
+        for shape in _reading_order(slide.shapes):
+            if title_shape is not None and shape.shape_id == title_shape.shape_id:
                 continue
-            if shape.has_text_frame and shape.text_frame.text.strip():
+            if getattr(shape, "has_table", False):
+                rows = clean_rows([[cell.text for cell in row.cells] for row in shape.table.rows])
+                if rows:
+                    parts.append(markdown_table(rows))
+                    n_tables += 1
+            elif shape.has_text_frame and shape.text_frame.text.strip():
                 parts.append(shape.text_frame.text.strip())
-            if getattr(shape, "has_table", False) and shape.has_table:
-                rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
-                parts.append(markdown_table(rows))
-        if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
-            notes = slide.notes_slide.notes_text_frame.text.strip()
+        if slide.has_notes_slide:
+            frame = slide.notes_slide.notes_text_frame
+            notes = frame.text.strip() if frame is not None else ""
             if notes:
                 parts.append(f"Notes: {notes}")
     title, author, meta = _core(deck.core_properties)
-    meta["slides"] = len(deck.slides)
-    return Extraction("\n\n".join(parts), title or first_title, spec, meta, author)
+    meta |= {"slides": len(deck.slides), "tables": n_tables}
+    return Extraction(_join(parts), title or first_title, spec, meta, author)
+
+
+def _reading_order(shapes: Any) -> list[Any]:
+    """Shapes top to bottom, left to right, with groups opened (z-order is not reading order)."""
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    flat: list[Any] = []
+    for shape in shapes:
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            flat.extend(_reading_order(shape.shapes))
+        else:
+            flat.append(shape)
+    return sorted(flat, key=lambda s: (s.top if s.top is not None else 0, s.left or 0))
+
+
+# -- xlsx ---------------------------------------------------------------------------------------
 
 
 def _xlsx(data: bytes, spec: ExtractorSpec) -> Extraction:
@@ -117,20 +215,49 @@ def _xlsx(data: bytes, spec: ExtractorSpec) -> Extraction:
 
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     parts: list[str] = []
-    truncated: list[str] = []
+    truncated: dict[str, int] = {}
+    wide: set[str] = set()
     try:
         for sheet in book.worksheets:
-            rows = []
-            for row in sheet.iter_rows(values_only=True):
-                if any(v is not None and str(v).strip() for v in row):
-                    rows.append(list(row))
-                if len(rows) > MAX_ROWS:
-                    truncated.append(sheet.title)
+            rows: list[list[str]] = []
+            for scanned, values in enumerate(sheet.iter_rows(values_only=True)):
+                if scanned >= MAX_SCANNED:  # a million formatted but empty rows: stop
                     break
+                row = [_cell(v) for v in values[:MAX_COLUMNS]]
+                if not any(row):
+                    continue  # blank rows separate blocks; they carry no text
+                if len(rows) > MAX_ROWS:  # the header and MAX_ROWS data rows are kept
+                    truncated[sheet.title] = MAX_ROWS
+                    break
+                if len(values) > MAX_COLUMNS and any(v is not None for v in values[MAX_COLUMNS:]):
+                    wide.add(sheet.title)
+                rows.append(row)
             if rows:
-                parts.append(f"## {sheet.title}\n\n{markdown_table(rows[: MAX_ROWS + 1])}")
+                width = max(j + 1 for row in rows for j, v in enumerate(row) if v)
+                table = markdown_table([row[:width] for row in rows])
+                parts.append(f"## {sheet.title}\n\n{table}")
         title, author, meta = _core(book.properties)
-        meta |= {"sheets": book.sheetnames, "truncated_sheets": truncated}
+        meta |= {"sheets": book.sheetnames, "max_rows_per_sheet": MAX_ROWS}
+        if truncated:
+            meta["truncated"] = truncated  # sheet -> data rows kept
+        if wide:
+            meta["truncated_columns"] = {name: MAX_COLUMNS for name in sorted(wide)}
     finally:
         book.close()
-    return Extraction("\n\n".join(parts), title, spec, meta, author)
+    return Extraction(_join(parts), title, spec, meta, author)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat() if value.time() == dt.time() else value.isoformat()
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))  # 12.0 from a spreadsheet is "12" to whoever typed it
+    return " ".join(str(value).split())
+
+
+def _join(parts: list[str]) -> str:
+    return "\n\n".join(parts)

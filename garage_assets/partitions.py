@@ -6,16 +6,22 @@ from pathlib import Path
 
 import dagster as dg
 
+from garage.orchestrator import INSTANCE_FILE, write_instance_config
+
 SOURCES_PARTITIONS_NAME = "sources"
 sources_partitions = dg.DynamicPartitionsDefinition(name=SOURCES_PARTITIONS_NAME)
 
 
 def instance_at(home: Path) -> dg.DagsterInstance:
-    """The Dagster instance in ``home`` (created on first use), as `dagster dev` would open it."""
-    home.mkdir(parents=True, exist_ok=True)
-    config_file = home / "dagster.yaml"
-    if not config_file.exists():
-        config_file.write_text("telemetry:\n  enabled: false\n")
+    """The Dagster instance in ``home``, as `dagster dev` would open it.
+
+    Its storage is whatever ``home/dagster.yaml`` says: ``garage dagster`` writes that file
+    (PostgreSQL by default). Before the first ``garage dagster`` the same writer makes a SQLite
+    one; ``garage dagster`` then registers every configured source in the storage it chooses,
+    so a partition added here is never lost by the move.
+    """
+    if not (home / INSTANCE_FILE).exists():
+        write_instance_config(home, None)
     return dg.DagsterInstance.from_config(str(home))
 
 

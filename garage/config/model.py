@@ -158,6 +158,27 @@ class EgressConfig(Section):
     allowed_hosts: list[str] = Field(default_factory=list)
 
 
+# Five cron fields, each of digits, names, '*', '/', ',' and '-'; or a macro such as @hourly.
+_CRON = re.compile(r"^(@(hourly|daily|weekly|monthly|yearly|annually)|([\w*/,-]+\s+){4}[\w*/,-]+)$")
+
+
+class ScheduleConfig(Section):
+    # The incremental pass over every source. Hourly by default: the file-change sensor
+    # already follows edits within its interval, so this pass is the safety net.
+    incremental_cron: str = "0 * * * *"
+    timezone: str = "UTC"
+    enabled: bool = True
+    # How often the file-change sensor stats every source (a stat-only walk per tick).
+    watch_interval_seconds: int = Field(default=30, ge=5, le=86400)
+
+    @field_validator("incremental_cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if not _CRON.match(value.strip()):
+            raise ValueError(f"{value!r} is not a cron expression (five fields, e.g. '0 * * * *')")
+        return value.strip()
+
+
 class GarageConfig(Section):
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     sources: list[SourceConfig] = Field(default_factory=list)
@@ -167,6 +188,7 @@ class GarageConfig(Section):
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
 
     @model_validator(mode="after")
     def _unique_sources(self) -> GarageConfig:

@@ -1,0 +1,47 @@
+"""How assets downstream of ``chunks`` follow it: declaratively, not through chains of sensors.
+
+``emb_<slug>`` (one per embedding model) and, later, the fact assets carry
+``AutomationCondition.eager()``: when a source's ``chunks`` partition is materialized, the
+automation sensor requests the same partition of each of them, once nothing upstream is
+missing or in progress. An asset that sets its own condition keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import dagster as dg
+
+# Key prefixes of the assets that follow the ingest assets.
+DOWNSTREAM_PREFIXES: tuple[str, ...] = ("emb_", "facts", "potential_facts", "distilled_facts")
+
+
+def follow_upstream_condition() -> dg.AutomationCondition:
+    return dg.AutomationCondition.eager()
+
+
+def _follows(spec: dg.AssetSpec) -> dg.AssetSpec:
+    if spec.automation_condition is not None:
+        return spec
+    if not spec.key.path[-1].startswith(DOWNSTREAM_PREFIXES):
+        return spec
+    return spec.replace_attributes(automation_condition=follow_upstream_condition())
+
+
+def follow_upstream(
+    assets: Iterable[dg.AssetsDefinition | dg.AssetSpec],
+) -> Sequence[dg.AssetsDefinition | dg.AssetSpec]:
+    """The same assets, the downstream ones (see ``DOWNSTREAM_PREFIXES``) made eager."""
+    return dg.map_asset_specs(_follows, list(assets))
+
+
+# The sensor that evaluates every condition. Declared here, RUNNING by default, because the
+# implicit default sensor starts stopped on some instances; one evaluation a minute is plenty
+# for work that follows minutes-long ingest runs.
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "garage_automation_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=60,
+    description="Materializes emb_<slug> (and later facts) after their source's chunks.",
+)

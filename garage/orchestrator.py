@@ -54,7 +54,9 @@ def with_database(url: str, database: str) -> str:
 def ensure_database(server_url: str, database: str = STORAGE_DATABASE) -> str:
     """Create ``database`` on the server ``server_url`` names unless it exists; return its URL."""
     with psycopg.connect(server_url, autocommit=True, connect_timeout=10) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
+        ).fetchone()
         if not exists:
             try:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))

@@ -93,7 +93,9 @@ def fingerprint(source: SourceConfig) -> SourceFingerprint:
                 mtime = item.mtime_ns
                 if mtime > newest:
                     newest = mtime
-                update(f"\x00{item.rel}\x00{item.size}\x00{mtime}".encode("utf-8", "surrogateescape"))
+                update(
+                    f"\x00{item.rel}\x00{item.size}\x00{mtime}".encode("utf-8", "surrogateescape")
+                )
         except FileNotFoundError:
             missing.append(str(root))
     return SourceFingerprint(

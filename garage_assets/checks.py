@@ -35,7 +35,9 @@ def _result(finding: invariants.Finding) -> dg.AssetCheckResult:
     )
 
 
-def _run(database: DatabaseResource, query: Callable[[psycopg.Connection[Any]], invariants.Finding]):  # type: ignore[no-untyped-def]
+def _run(
+    database: DatabaseResource, query: Callable[[psycopg.Connection[Any]], invariants.Finding]
+):  # type: ignore[no-untyped-def]
     with database.connection() as conn:
         return _result(query(conn))
 

@@ -4,10 +4,10 @@ One multi-asset, because one transaction per document covers both tables: a docu
 visible without its chunks.
 """
 
-
 import dagster as dg
 
 from garage.ingest import IngestError, ingest_source
+from garage.ingest.totals import source_totals
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
 
@@ -48,6 +48,7 @@ def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: Da
             )
         except IngestError as error:
             raise dg.Failure(str(error)) from None
+        totals = source_totals(conn, source.name)
     context.log.info(report.summary())
     for line in report.errors[:50]:
         context.log.warning(line)
@@ -65,11 +66,19 @@ def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: Da
         "completed": report.completed,
         "run_id": report.run_id,
         "seconds": round(report.seconds, 2),
+        "files_per_second": round(report.seen / report.seconds, 1) if report.seconds else 0.0,
+        "source_root": dg.MetadataValue.path(source.roots[0]),
+        "source_roots": ", ".join(source.roots),
+        "source_documents": totals["documents"],
+        "dagster/row_count": totals["documents"],
     }
     chunks = {
         "kept": report.chunks_kept,
         "new": report.chunks_new,
         "deleted": report.chunks_deleted,
+        "source_chunks": totals["chunks"],
+        "dagster/row_count": totals["chunks"],
+        "source_root": dg.MetadataValue.path(source.roots[0]),
     }
     if report.deletion_refused:
         raise dg.Failure(

@@ -38,7 +38,11 @@ def build_incremental_schedule(
         if not plan.run:
             skipped = "; ".join(f"{n}: {why}" for n, why in plan.skipped.items())
             return dg.SkipReason(f"no source to run ({skipped or 'none configured'})")
-        tick = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"
+        tick = (
+            context.scheduled_execution_time.isoformat()
+            if context.scheduled_execution_time
+            else "now"
+        )
         return [
             dg.RunRequest(
                 run_key=f"{name}:{tick}",

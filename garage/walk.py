@@ -179,7 +179,10 @@ def walk(
     files = _Names(DEFAULT_EXCLUDED_FILES if default_excludes else ())
     # Hoisted into locals: this loop runs once per file, and its budget is about one stat.
     file_names, file_prefixes, file_suffixes, file_regex = (
-        files.literal, files.prefixes, files.suffixes, files.regex
+        files.literal,
+        files.prefixes,
+        files.suffixes,
+        files.regex,
     )
     excluded = compile_globs(exclude)
     included = compile_globs(include)

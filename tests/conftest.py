@@ -10,7 +10,9 @@ import os
 import subprocess
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -80,3 +82,86 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for variable in ("GARAGE_DATABASE_URL", "GARAGE_OLLAMA_HOST", "GARAGE_LLAMA_HOST"):
         monkeypatch.delenv(variable, raising=False)
     return tmp_path
+
+
+# -- local model servers -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LlamaServers:
+    """The real llama-server processes `scripts/llama start` runs on loopback."""
+
+    embed_url: str
+    chat_url: str
+    embed2_url: str
+    embed_model: str = "all-minilm-l6-v2"
+    embed_dimensions: int = 384
+    chat_model: str = "smollm2-135m-instruct"
+    embed2_model: str = "smollm2-135m-embed"
+    embed2_dimensions: int = 576
+
+
+@pytest.fixture(scope="session")
+def llama() -> LlamaServers:
+    """Start (or reuse) the local llama-servers; `.ci/run` has already started them."""
+    keys = (
+        "GARAGE_TEST_LLAMA_EMBED_URL",
+        "GARAGE_TEST_LLAMA_CHAT_URL",
+        "GARAGE_TEST_LLAMA_EMBED2_URL",
+    )
+    urls = {key: os.environ.get(key) for key in keys}
+    if not all(urls.values()):
+        result = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "llama"), "start"],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            cwd=ROOT,
+        )
+        if result.returncode != 0:
+            pytest.fail(f"scripts/llama start failed:\n{result.stderr[-3000:]}")
+        for line in result.stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key in urls:
+                urls[key] = value.strip()
+    return LlamaServers(
+        embed_url=str(urls["GARAGE_TEST_LLAMA_EMBED_URL"]),
+        chat_url=str(urls["GARAGE_TEST_LLAMA_CHAT_URL"]),
+        embed2_url=str(urls["GARAGE_TEST_LLAMA_EMBED2_URL"]),
+    )
+
+
+def llama_config(llama: LlamaServers, *, two_models: bool = False, **sections: Any) -> Any:
+    """A GarageConfig whose models are the real local servers: MiniLM as the default embedding
+    model (plus pooled SmolLM2 with ``two_models``), SmolLM2 as the chat model."""
+    from garage.config import GarageConfig
+
+    models = [
+        {
+            "name": llama.embed_model,
+            "provider": "llama_server",
+            "host": llama.embed_url,
+            "model": llama.embed_model,
+            "dimensions": llama.embed_dimensions,
+        }
+    ]
+    if two_models:
+        models.append(
+            {
+                "name": llama.embed2_model,
+                "provider": "llama_server",
+                "host": llama.embed2_url,
+                "model": llama.embed2_model,
+                "dimensions": llama.embed2_dimensions,
+            }
+        )
+    raw: dict[str, Any] = {
+        "embedding": {"default": llama.embed_model, "models": models},
+        "inference": {
+            "provider": "llama_server",
+            "model": llama.chat_model,
+            "llama_host": llama.chat_url,
+        },
+    }
+    raw.update(sections)
+    return GarageConfig.model_validate(raw)

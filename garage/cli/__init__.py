@@ -11,6 +11,7 @@ from garage import __version__
 from garage.cli.common import GarageContext
 from garage.cli.config_cmd import config_group
 from garage.cli.db_cmd import db_group
+from garage.cli.embed_cmd import embed_cmd, models_group
 from garage.cli.ingest_cmd import ingest_cmd
 from garage.cli.sources_cmd import sources_group
 
@@ -39,6 +40,8 @@ cli.add_command(config_group)
 cli.add_command(sources_group)
 cli.add_command(db_group)
 cli.add_command(ingest_cmd)
+cli.add_command(embed_cmd)
+cli.add_command(models_group)
 
 
 def main() -> None:

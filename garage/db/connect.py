@@ -60,3 +60,11 @@ def redact(url: str) -> str:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
         return urlunsplit(parts._replace(netloc=netloc))
     return url
+
+
+def scalar(conn: psycopg.Connection[Any], query: Any, params: Any = None) -> Any:
+    """The first column of the first row (None for no row), whatever the row factory."""
+    row = conn.execute(query, params).fetchone()
+    if row is None:
+        return None
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]

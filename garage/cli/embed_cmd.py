@@ -1,0 +1,155 @@
+"""``garage embed`` and ``garage models``: the embedding backfill and the model registry."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+
+import click
+
+from garage.cli.common import GarageContext, echo_json, user_errors
+from garage.db import connect, resolve_url
+from garage.db.migrate import ensure_migrated
+
+
+@contextmanager
+def inference_errors() -> Iterator[None]:
+    """Model-server and registry problems as messages, not tracebacks."""
+    from garage.embed import RegistryError
+    from garage.inference import InferenceError
+
+    try:
+        yield
+    except (InferenceError, RegistryError) as error:
+        raise click.ClickException(str(error)) from None
+
+
+@click.command("embed")
+@click.argument("source", required=False)
+@click.option(
+    "--model", "models", multiple=True, help="Only this model (repeatable; default: all)."
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Embed at most N chunks per model.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.pass_obj
+def embed_cmd(
+    obj: GarageContext,
+    source: str | None,
+    models: tuple[str, ...],
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """Give every chunk (of SOURCE, default all) a vector under each configured model.
+
+    Resumable: what is already embedded is skipped, and an interrupted run loses at most one
+    batch. Image chunks are skipped by text models.
+    """
+    from garage.embed import embed
+    from garage.inference import EgressGuard, InferenceClient
+
+    config = obj.config()
+    if source is not None:
+        try:
+            config.source(source)
+        except KeyError as error:
+            raise click.ClickException(str(error.args[0])) from None
+    with user_errors(), inference_errors():
+        url = resolve_url(config)
+        ensure_migrated(url)
+        guard = EgressGuard.from_config(config)
+        client = InferenceClient(guard, timeout=config.inference.timeout_seconds)
+        with connect(url, autocommit=True) as conn, client, _bar(quiet=as_json) as progress:
+            reports = embed(
+                conn,
+                client,
+                config,
+                model_names=list(models) or None,
+                source=source,
+                limit=limit,
+                progress=progress,
+            )
+    if as_json:
+        echo_json([asdict(r) | {"chunks_per_second": r.chunks_per_second} for r in reports])
+        return
+    for report in reports:
+        click.echo(report.summary())
+
+
+class _bar:
+    def __init__(self, *, quiet: bool):
+        self.quiet = quiet or not sys.stderr.isatty()
+        self.bar = None
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        if self.quiet:
+            return None
+        from tqdm import tqdm
+
+        self.bar = tqdm(desc="embed", unit=" chunks", leave=False)
+        return self.bar.update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+@click.group("models")
+def models_group() -> None:
+    """The embedding models and their vector tables."""
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def models_list(obj: GarageContext, as_json: bool) -> None:
+    """Registered embedding models with their vector counts and what is still pending."""
+    from garage.embed import register_models
+    from garage.embed.backfill import pending_count
+    from garage.embed.registry import vector_count
+
+    config = obj.config()
+    rows = []
+    with user_errors(), inference_errors():
+        url = resolve_url(config)
+        ensure_migrated(url)
+        with connect(url, autocommit=True) as conn:
+            for model in register_models(conn, config):
+                rows.append(
+                    asdict(model)
+                    | {
+                        "table": model.table,
+                        "vectors": vector_count(conn, model),
+                        "pending": pending_count(conn, model),
+                    }
+                )
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        default = " (default)" if row["is_default"] else ""
+        click.echo(
+            f"{row['name']}{default}: {row['provider']} {row['model_id']} at {row['host']}, "
+            f"{row['dimensions']} dims, {row['modality']}; {row['vectors']} vectors in "
+            f"{row['table']}, {row['pending']} pending"
+        )
+
+
+@models_group.command("remove")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def models_remove(obj: GarageContext, name: str, yes: bool) -> None:
+    """Drop a model's vector table and its registry entry."""
+    from garage.embed.registry import remove_model
+
+    config = obj.config()
+    with user_errors(), inference_errors():
+        url = resolve_url(config)
+        ensure_migrated(url)
+        if not yes:
+            click.confirm(f"Drop every vector of {name}?", abort=True)
+        with connect(url, autocommit=True) as conn:
+            model = remove_model(conn, name)
+    click.echo(f"removed {model.name} and {model.table}")

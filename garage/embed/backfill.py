@@ -1,0 +1,196 @@
+"""Embedding backfill: give every chunk of a model's modality a vector in its ``emb_<slug>``.
+
+What to embed is an anti-join — chunks with no row in the model's table — so the backfill is
+its own checkpoint: each batch is committed as it lands, and a crash or Ctrl-C loses at most
+the batch in flight; the next run picks up exactly what is missing and embeds nothing twice. A
+chunk kept across an edit (chunk reuse) keeps its row id and so its vector.
+
+One batching producer, 64 chunks a request: Ollama runs one model at a time, so fanning
+requests out buys contention, not throughput. The next batch is read from the database while
+the server works on the current one, so the server never waits for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from garage.db.connect import scalar
+from garage.embed.registry import RegisteredModel, table_dimensions
+from garage.inference.client import InferenceClient
+from garage.inference.errors import InferenceError
+
+Progress = Callable[[int], None]  # called with the number of chunks just embedded
+
+
+class DimensionMismatch(InferenceError):
+    pass
+
+
+@dataclass
+class BackfillReport:
+    model: str
+    table: str
+    source: str | None
+    pending: int = 0  # chunks without a vector when the run started
+    vectors_written: int = 0
+    skipped_modality: int = 0  # chunks of the other modality, in scope but not this model's
+    skipped_blank: int = 0  # chunks with no text to embed
+    truncated: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.vectors_written / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        line = (
+            f"{self.model}: {self.vectors_written} vectors written to {self.table} "
+            f"({self.chunks_per_second:.1f} chunks/s), {self.truncated} truncated, "
+            f"{self.skipped_modality} skipped by modality"
+        )
+        return line + "".join(f"; {note}" for note in self.notes)
+
+
+def _scope(
+    model: RegisteredModel, source: str | None, *, missing: bool
+) -> tuple[sql.Composed, list[Any]]:
+    """FROM/WHERE over the chunks of this model's modality (optionally one source) that have
+    (``missing``) no vector yet."""
+    params: list[Any] = [model.modality]
+    query = sql.SQL(
+        "FROM chunks c JOIN documents d ON d.id = c.document_id"
+        " JOIN sources s ON s.id = d.source_id WHERE c.modality = %s"
+    )
+    if source is not None:
+        query += sql.SQL(" AND s.name = %s")
+        params.append(source)
+    if missing:
+        query += sql.SQL(" AND NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)").format(
+            sql.Identifier(model.table)
+        )
+    return query, params
+
+
+def pending_count(
+    conn: psycopg.Connection[Any], model: RegisteredModel, source: str | None = None
+) -> int:
+    scope, params = _scope(model, source, missing=True)
+    return int(scalar(conn, sql.SQL("SELECT count(*) ") + scope, params))
+
+
+def backfill(
+    conn: psycopg.Connection[Any],
+    client: InferenceClient,
+    model: RegisteredModel,
+    *,
+    source: str | None = None,
+    batch_size: int = 64,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> BackfillReport:
+    """Embed the chunks ``model`` has no vector for. ``conn`` must be in autocommit mode."""
+    report = BackfillReport(model.name, model.table, source)
+    started = time.monotonic()
+    actual = table_dimensions(conn, model)
+    if actual is None:
+        raise InferenceError(f"{model.table} does not exist: register the model first")
+    if actual != model.dimensions:
+        raise DimensionMismatch(
+            f"{model.table} holds {actual}-dimension vectors but {model.name} is registered "
+            f"with {model.dimensions}"
+        )
+    other = "image" if model.modality == "text" else "text"
+    other_scope, other_params = _scope(replace(model, modality=other), source, missing=False)
+    report.skipped_modality = int(
+        scalar(conn, sql.SQL("SELECT count(*) ") + other_scope, other_params)
+    )
+    scope, params = _scope(model, source, missing=True)
+    report.pending = int(scalar(conn, sql.SQL("SELECT count(*) ") + scope, params))
+    if model.modality == "image":
+        # Accepted by the registry, but nothing here can run it: say so, embed nothing, and
+        # never hand pictures to a text model instead.
+        if report.pending:
+            report.notes.append(
+                f"{model.name} is an image model, and no image embedding runs on this platform "
+                f"yet: {report.pending} image chunks stay without a vector, findable by their "
+                "text (OCR, file name, date) through full-text search"
+            )
+        report.seconds = time.monotonic() - started
+        return report
+
+    select = (
+        sql.SQL("SELECT c.id, c.text, d.corpus_class ")
+        + scope
+        + sql.SQL(" AND c.id > %s ORDER BY c.id LIMIT %s")
+    )
+    insert = sql.SQL(
+        "INSERT INTO {} (chunk_id, embedding, truncated) VALUES (%s, %s::vector, %s)"
+        " ON CONFLICT (chunk_id) DO NOTHING"
+    ).format(sql.Identifier(model.table))
+
+    def fetch(after: int) -> list[tuple[int, str, str]]:
+        want = batch_size if limit is None else min(batch_size, limit - report.vectors_written)
+        if want <= 0:
+            return []
+        rows = conn.execute(select, [*params, after, want]).fetchall()
+        return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]  # type: ignore[misc]
+
+    last_id = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="garage-embed") as pool:
+        batch = fetch(last_id)
+        while batch:
+            last_id = batch[-1][0]
+            blank = [row for row in batch if not row[1].strip()]
+            work = [row for row in batch if row[1].strip()]
+            report.skipped_blank += len(blank)
+            future: Future[Any] | None = None
+            if work:
+                future = pool.submit(
+                    client.embed,
+                    model.provider,  # type: ignore[arg-type]
+                    model.host,
+                    model.model_id,
+                    [row[1] for row in work],
+                    corpus_classes={row[2] for row in work},
+                )
+            # Read the next batch while the server embeds this one.
+            upcoming = fetch(last_id) if len(batch) == batch_size else []
+            if future is not None:
+                result = future.result()
+                for vector in result.vectors:
+                    if len(vector) != model.dimensions:
+                        raise DimensionMismatch(
+                            f"{model.name} ({model.provider} at {model.host}, model "
+                            f"{model.model_id}) returned {len(vector)}-dimension vectors; the "
+                            f"registry says {model.dimensions}. Fix `dimensions` in the config "
+                            "(under a new model name) or serve the right model"
+                        )
+                rows = [
+                    (row[0], _vector_literal(vector), cut)
+                    for row, vector, cut in zip(work, result.vectors, result.truncated, strict=True)
+                ]
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.executemany(insert, rows)
+                report.vectors_written += len(rows)
+                report.truncated += sum(result.truncated)
+                report.batches += 1
+                if progress is not None:
+                    progress(len(rows))
+            batch = upcoming
+    if report.skipped_blank:
+        report.notes.append(f"{report.skipped_blank} blank chunks have nothing to embed")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"

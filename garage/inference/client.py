@@ -1,0 +1,355 @@
+"""One client for the local inference servers: Ollama, LM Studio and llama-server.
+
+Built on httpx, with no ollama or openai SDK: each request is built here and sent only after
+the egress guard approved its destination (``EgressGuard.check`` runs before the transport is
+touched). The three dialects:
+
+- **Ollama**: ``/api/embed`` and ``/api/chat``; JSON mode is ``format`` (a schema or "json"),
+  and extraction runs at temperature 0.1, as LangExtract's own Ollama provider sends.
+- **LM Studio**: the OpenAI-compatible ``/v1/embeddings`` and ``/v1/chat/completions``. JSON is
+  asked for in the prompt only, since LM Studio refuses ``response_format: json_object``.
+- **llama-server** (this port's counterpart of the app's llama_xpc provider): the same OpenAI
+  routes, and ``response_format`` with a JSON schema, which it turns into a grammar.
+
+Connection failures are retried with backoff; a server that stays down, or a model it has not
+loaded, is reported with what to do about it. An input longer than the model's context never
+fails its batch: the batch is split until the culprit is alone, which is then cut down until it
+fits and recorded as truncated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from garage.inference.egress import EgressGuard
+from garage.inference.errors import (
+    ContextExceeded,
+    EgressRefused,
+    InferenceError,
+    ModelNotLoaded,
+    ServerUnavailable,
+)
+
+log = logging.getLogger(__name__)
+
+Provider = Literal["ollama", "lmstudio", "llama_server"]
+Message = dict[str, str]
+
+EXTRACTION_TEMPERATURE = 0.1
+_MAX_TRUNCATIONS = 12  # each try keeps at most 90% of the text: 0.9**12 ≈ 28%, then halving
+
+
+__all__ = [
+    "ContextExceeded",
+    "EgressRefused",
+    "EmbedResult",
+    "InferenceClient",
+    "InferenceError",
+    "ModelNotLoaded",
+    "ServerUnavailable",
+]
+
+
+@dataclass(frozen=True)
+class EmbedResult:
+    vectors: list[list[float]]
+    truncated: list[bool]  # per input: cut down to fit the model's context
+
+
+_HOW_TO_START = {
+    "ollama": "start it with `ollama serve`",
+    "lmstudio": "start LM Studio's server (`lms server start`)",
+    "llama_server": "start it with `bash scripts/llama start` or your own llama-server",
+}
+_HOW_TO_LOAD = {
+    "ollama": "pull it with `ollama pull {model}`",
+    "lmstudio": "load it with `lms load {model}`",
+    "llama_server": "start llama-server with that model (-m FILE --alias {model})",
+}
+
+
+class InferenceClient:
+    def __init__(
+        self,
+        guard: EgressGuard,
+        *,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        if not isinstance(guard, EgressGuard):
+            raise TypeError("InferenceClient needs an EgressGuard: no request bypasses it")
+        self.guard = guard
+        self.retries = retries
+        self.backoff = backoff
+        # No proxies from the environment: a request for 127.0.0.1 must not take a detour.
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=5.0), transport=transport, trust_env=False
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> InferenceClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- embeddings -------------------------------------------------------------------------
+
+    def embed(
+        self,
+        provider: Provider,
+        host: str,
+        model_id: str,
+        texts: Sequence[str],
+        *,
+        corpus_classes: Iterable[str] = (),
+    ) -> EmbedResult:
+        """One vector per text, in order. Inputs over the model's context are truncated."""
+        if not texts:
+            return EmbedResult([], [])
+        for i, text in enumerate(texts):
+            if not text.strip():
+                raise ValueError(f"input {i} is empty: there is nothing to embed")
+        classes = frozenset(corpus_classes)
+        self.guard.check(host, corpus_classes=classes, model_id=model_id)
+        return self._embed_fitting(provider, host, model_id, list(texts), classes)
+
+    def _embed_fitting(
+        self, provider: Provider, host: str, model_id: str, texts: list[str], classes: frozenset
+    ) -> EmbedResult:
+        try:
+            vectors = self._embed_request(provider, host, model_id, texts, classes)
+            return EmbedResult(vectors, [False] * len(texts))
+        except ContextExceeded as error:
+            if len(texts) > 1:
+                # Split until the culprit is alone: log2(batch) extra requests, not one per input.
+                half = len(texts) // 2
+                left = self._embed_fitting(provider, host, model_id, texts[:half], classes)
+                right = self._embed_fitting(provider, host, model_id, texts[half:], classes)
+                return EmbedResult(left.vectors + right.vectors, left.truncated + right.truncated)
+            return EmbedResult(
+                [self._embed_truncated(provider, host, model_id, texts[0], classes, error)], [True]
+            )
+
+    def _embed_truncated(
+        self,
+        provider: Provider,
+        host: str,
+        model_id: str,
+        text: str,
+        classes: frozenset,
+        error: ContextExceeded,
+    ) -> list[float]:
+        for _ in range(_MAX_TRUNCATIONS):
+            if error.n_ctx and error.n_tokens and error.n_tokens > error.n_ctx:
+                keep = int(len(text) * error.n_ctx / error.n_tokens * 0.9)
+            else:
+                keep = int(len(text) * 0.75)
+            text = text[: max(1, min(keep, len(text) - 1))]
+            try:
+                [vector] = self._embed_request(provider, host, model_id, [text], classes)
+                return vector
+            except ContextExceeded as again:
+                error = again
+        raise InferenceError(f"{model_id}: an input still exceeds the context after truncation")
+
+    def _embed_request(
+        self, provider: Provider, host: str, model_id: str, texts: list[str], classes: frozenset
+    ) -> list[list[float]]:
+        if provider == "ollama":
+            # truncate=false: Ollama would otherwise cut silently, and a cut must be recorded.
+            body = {"model": model_id, "input": texts, "truncate": False}
+            data = self._post(provider, host, "/api/embed", body, model_id, classes)
+            vectors = data.get("embeddings")
+        else:
+            body = {"model": model_id, "input": texts, "encoding_format": "float"}
+            data = self._post(provider, host, "/v1/embeddings", body, model_id, classes)
+            items = data.get("data")
+            if isinstance(items, list) and all(isinstance(i, dict) for i in items):
+                # OpenAI's contract orders by "index"; do not trust the array order.
+                items = sorted(items, key=lambda item: item.get("index", 0))
+                vectors = [item.get("embedding") for item in items]
+            else:
+                vectors = None
+        if not isinstance(vectors, list) or not all(isinstance(v, list) for v in vectors):
+            raise InferenceError(f"{provider} at {host} answered /embed without vectors")
+        if len(vectors) != len(texts):
+            raise InferenceError(
+                f"{provider} at {host} returned {len(vectors)} vectors for {len(texts)} inputs "
+                f"(model {model_id})"
+            )
+        return vectors
+
+    # -- chat -------------------------------------------------------------------------------
+
+    def chat(
+        self,
+        provider: Provider,
+        host: str,
+        model_id: str,
+        messages: Sequence[Message],
+        *,
+        corpus_classes: Iterable[str] = (),
+        json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """The assistant's reply text. With a schema, the reply is JSON meant to match it."""
+        classes = frozenset(corpus_classes)
+        self.guard.check(host, corpus_classes=classes, model_id=model_id)
+        messages = [dict(m) for m in messages]
+        if provider == "ollama":
+            options: dict[str, Any] = {}
+            if temperature is not None:
+                options["temperature"] = temperature
+            if max_tokens is not None:
+                options["num_predict"] = max_tokens
+            body: dict[str, Any] = {"model": model_id, "messages": messages, "stream": False}
+            if options:
+                body["options"] = options
+            if json_schema is not None:
+                body["format"] = json_schema
+            data = self._post(provider, host, "/api/chat", body, model_id, classes)
+            content = (data.get("message") or {}).get("content")
+        else:
+            if json_schema is not None and provider == "lmstudio":
+                messages = _with_json_instruction(messages, json_schema)
+            body = {"model": model_id, "messages": messages, "stream": False}
+            if temperature is not None:
+                body["temperature"] = temperature
+            if max_tokens is not None:
+                body["max_tokens"] = max_tokens
+            if json_schema is not None and provider == "llama_server":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": json_schema},
+                }
+            data = self._post(provider, host, "/v1/chat/completions", body, model_id, classes)
+            choices = data.get("choices") or [{}]
+            content = (choices[0].get("message") or {}).get("content")
+        if not isinstance(content, str):
+            raise InferenceError(f"{provider} at {host} answered without a message")
+        return content
+
+    def models(self, provider: Provider, host: str) -> list[str]:
+        """The model ids the server offers (Ollama: pulled; OpenAI-style: loaded)."""
+        self.guard.check(host)
+        path = "/api/tags" if provider == "ollama" else "/v1/models"
+        data = self._request(provider, host, "GET", path, None, "")
+        if provider == "ollama":
+            return [m.get("name", "") for m in data.get("models", [])]
+        return [m.get("id", "") for m in data.get("data", [])]
+
+    # -- transport --------------------------------------------------------------------------
+
+    def _post(
+        self,
+        provider: Provider,
+        host: str,
+        path: str,
+        body: dict[str, Any],
+        model_id: str,
+        classes: frozenset,
+    ) -> dict[str, Any]:
+        # Checked again here, next to the send, so no path can reach the transport unchecked.
+        self.guard.check(host, corpus_classes=classes, model_id=model_id)
+        return self._request(provider, host, "POST", path, body, model_id)
+
+    def _request(
+        self,
+        provider: Provider,
+        host: str,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        model_id: str,
+    ) -> dict[str, Any]:
+        url = host.rstrip("/") + path
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(method, url, json=body)
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as error:
+                if attempt < self.retries:
+                    time.sleep(self.backoff * 2**attempt)
+                    attempt += 1
+                    continue
+                raise ServerUnavailable(
+                    f"no {provider} server answering at {host} ({type(error).__name__}); "
+                    f"{_HOW_TO_START[provider]}"
+                ) from None
+            except httpx.TimeoutException:
+                raise ServerUnavailable(
+                    f"{provider} at {host} did not answer {path} in time"
+                ) from None
+            if response.status_code == 503 and attempt < self.retries:
+                # llama-server answers 503 while it loads its model.
+                time.sleep(self.backoff * 2**attempt)
+                attempt += 1
+                continue
+            return self._decode(provider, host, path, response, model_id)
+
+    def _decode(
+        self, provider: Provider, host: str, path: str, response: httpx.Response, model_id: str
+    ) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.is_success and isinstance(data, dict):
+            return data
+        message, kind, extra = _error_of(data, response)
+        lowered = message.lower()
+        if (
+            kind == "exceed_context_size_error"
+            or "context" in lowered
+            and ("exceed" in lowered or "too long" in lowered or "larger than" in lowered)
+        ):
+            raise ContextExceeded(
+                f"{model_id}: {message}", extra.get("n_ctx"), extra.get("n_prompt_tokens")
+            )
+        if response.status_code == 404 or "not found" in lowered or "not loaded" in lowered:
+            if "model" in lowered or response.status_code == 404:
+                how = _HOW_TO_LOAD[provider].format(model=model_id)
+                raise ModelNotLoaded(
+                    f"model {model_id!r} is not available on {provider} at {host}: {message}; {how}"
+                )
+        if response.status_code == 503:
+            raise ServerUnavailable(f"{provider} at {host} is busy or loading: {message}")
+        raise InferenceError(
+            f"{provider} at {host} refused {path} (HTTP {response.status_code}): {message}"
+        )
+
+
+def _error_of(data: Any, response: httpx.Response) -> tuple[str, str, dict[str, Any]]:
+    """(message, type, the error object) from the three servers' error shapes."""
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            return str(error.get("message", error)), str(error.get("type", "")), error
+        if isinstance(error, str):
+            return error, "", {}
+    return (response.text[:300] or response.reason_phrase), "", {}
+
+
+def _with_json_instruction(messages: list[Message], schema: dict[str, Any]) -> list[Message]:
+    instruction = (
+        "Reply with one JSON object only, no prose and no code fence, matching this JSON "
+        f"schema: {json.dumps(schema, separators=(',', ':'))}"
+    )
+    if messages and messages[0].get("role") == "system":
+        first = dict(messages[0])
+        first["content"] = f"{first['content']}\n\n{instruction}"
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]

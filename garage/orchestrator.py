@@ -26,7 +26,7 @@ INSTANCE_FILE = "dagster.yaml"
 HEADER = "# Written by Garage (garage dagster); edits are replaced on the next start.\n"
 
 
-def with_database(url: str, database: str) -> str:
+def with_database(url: str, database: str, *, scheme: str = "postgresql") -> str:
     """The same server and credentials as ``url``, another database, as a URI (SQLAlchemy,
     which dagster-postgres uses, does not read libpq's ``key=value`` form). A Unix-socket host,
     like the embedded default's, goes in the query string."""
@@ -46,13 +46,20 @@ def with_database(url: str, database: str) -> str:
     if port and "host" in query:
         query["port"] = str(port)
     query.update({key: str(value) for key, value in params.items()})
-    return f"postgresql://{netloc}/{quote(database, safe='')}" + (
+    return f"{scheme}://{netloc}/{quote(database, safe='')}" + (
         "?" + urlencode(query) if query else ""
     )
 
 
+# dagster-postgres is written for psycopg2: under psycopg 3 (SQLAlchemy 2.1's default driver for
+# a bare postgresql:// URL) its NOTIFY with a bound parameter is a syntax error and no run can
+# be launched. The driver is therefore named in the URL.
+STORAGE_SCHEME = "postgresql+psycopg2"
+
+
 def ensure_database(server_url: str, database: str = STORAGE_DATABASE) -> str:
-    """Create ``database`` on the server ``server_url`` names unless it exists; return its URL."""
+    """Create ``database`` on the server ``server_url`` names unless it exists; return the URL
+    dagster-postgres should use for it."""
     with psycopg.connect(server_url, autocommit=True, connect_timeout=10) as conn:
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
@@ -62,7 +69,7 @@ def ensure_database(server_url: str, database: str = STORAGE_DATABASE) -> str:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
             except psycopg.errors.DuplicateDatabase:
                 pass  # another process created it between the check and here
-    return with_database(server_url, database)
+    return with_database(server_url, database, scheme=STORAGE_SCHEME)
 
 
 def instance_yaml(storage_url: str | None) -> str:

@@ -10,6 +10,7 @@ import click
 from garage import __version__
 from garage.cli.common import GarageContext
 from garage.cli.config_cmd import config_group
+from garage.cli.dagster_cmd import dagster_cmd, down_cmd
 from garage.cli.db_cmd import db_group
 from garage.cli.embed_cmd import embed_cmd, models_group
 from garage.cli.ingest_cmd import ingest_cmd
@@ -40,6 +41,9 @@ cli.add_command(config_group)
 cli.add_command(sources_group)
 cli.add_command(db_group)
 cli.add_command(ingest_cmd)
+cli.add_command(dagster_cmd)
+cli.add_command(dagster_cmd, name="up")
+cli.add_command(down_cmd)
 cli.add_command(embed_cmd)
 cli.add_command(models_group)
 

@@ -1,0 +1,146 @@
+"""``garage dagster`` (also ``garage up``) and ``garage down``: the Dagster UI and daemon.
+
+``dagster dev`` runs the webserver and the daemon (sensors, schedules, the run queue) with
+``DAGSTER_HOME`` inside Garage's data directory. Its storage is the index's PostgreSQL server,
+in a database of its own, unless ``--sqlite`` asks for files under ``DAGSTER_HOME``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+import httpx
+
+from garage.cli.common import GarageContext, echo_json, user_errors
+from garage.config import GarageConfig, dagster_home
+from garage.orchestrator import ensure_database, storage_of, write_instance_config
+
+PID_FILE = "dagster-dev.pid"
+LOG_FILE = "dagster-dev.log"
+START_TIMEOUT_SECONDS = 240.0
+
+
+def prepare_instance(config: GarageConfig, *, sqlite: bool) -> tuple[Path, str]:
+    """Write the instance config and register every configured source's partition in it."""
+    home = dagster_home(config)
+    storage_url = None
+    if not sqlite:
+        from garage.db import resolve_url
+        from garage.db.migrate import ensure_migrated
+
+        url = resolve_url(config)  # starts the embedded server when no URL is configured
+        ensure_migrated(url)
+        storage_url = ensure_database(url)
+    write_instance_config(home, storage_url)
+    # Imported here: the rest of the CLI does not need Dagster loaded.
+    from garage_assets.partitions import instance_at, register_source
+
+    with instance_at(home) as instance:
+        for source in config.sources:
+            register_source(instance, source.name)
+    return home, storage_of(home)
+
+
+def _pid(home: Path) -> int | None:
+    try:
+        pid = int((home / PID_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return pid
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/server_info", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@click.command("dagster")
+@click.option("--sqlite", is_flag=True, help="Keep Dagster's state in SQLite under DAGSTER_HOME.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the UI listens on.")
+@click.option("--port", default=3000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--detach", is_flag=True, help="Run in the background; stop with `garage down`.")
+@click.option("--json", "as_json", is_flag=True, help="With --detach: print what started as JSON.")
+@click.pass_obj
+def dagster_cmd(
+    obj: GarageContext, sqlite: bool, host: str, port: int, detach: bool, as_json: bool
+) -> None:
+    """Start the Dagster UI and daemon (sensors, the hourly schedule, backfills)."""
+    config = obj.config()
+    with user_errors():
+        home, storage = prepare_instance(config, sqlite=sqlite)
+    url = f"http://{host}:{port}"
+    env = dict(os.environ, DAGSTER_HOME=str(home), GARAGE_CONFIG=str(obj.path.resolve()))
+    command = [sys.executable, "-m", "dagster", "dev", "-m", "garage_assets.definitions"]
+    command += ["-h", host, "-p", str(port)]
+    if not detach:
+        click.echo(f"Dagster UI on {url} (DAGSTER_HOME={home}, {storage} storage); Ctrl-C stops")
+        os.execve(sys.executable, command, env)
+    running = _pid(home)
+    if running is not None:
+        raise click.ClickException(
+            f"Dagster already runs from {home} (pid {running}); `garage down` stops it"
+        )
+    log_path = home / LOG_FILE
+    with open(log_path, "ab") as log:
+        # A session of its own: `garage down` stops the webserver, the daemon and the code
+        # server together, and a terminal closing does not.
+        process = subprocess.Popen(
+            command, env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    (home / PID_FILE).write_text(f"{process.pid}\n")
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while not _answers(url):
+        if process.poll() is not None or time.monotonic() > deadline:
+            tail = log_path.read_text(errors="replace").splitlines()[-25:]
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+            (home / PID_FILE).unlink(missing_ok=True)
+            raise click.ClickException(
+                f"Dagster did not come up on {url}; the end of {log_path}:\n" + "\n".join(tail)
+            )
+        time.sleep(1.0)
+    info = {"url": url, "pid": process.pid, "dagster_home": str(home), "storage": storage,
+            "log": str(log_path)}  # fmt: skip
+    if as_json:
+        echo_json(info)
+    else:
+        click.echo(f"Dagster UI on {url} (pid {process.pid}, {storage} storage, log {log_path})")
+
+
+@click.command("down")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def down_cmd(obj: GarageContext, as_json: bool) -> None:
+    """Stop the Dagster UI and daemon that `garage up --detach` started."""
+    home = dagster_home(obj.config())
+    pid = _pid(home)
+    stopped = False
+    if pid is not None:
+        os.killpg(pid, signal.SIGTERM)  # the session `garage up` made: only its processes
+        deadline = time.monotonic() + 30
+        while _pid(home) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if _pid(home) is not None:
+            os.killpg(pid, signal.SIGKILL)
+        stopped = True
+    (home / PID_FILE).unlink(missing_ok=True)
+    if as_json:
+        click.echo(json.dumps({"stopped": stopped, "pid": pid}))
+    else:
+        click.echo(f"stopped Dagster (pid {pid})" if stopped else "Dagster was not running")

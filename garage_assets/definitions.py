@@ -27,7 +27,7 @@ defs = dg.Definitions(
     jobs=[ingest_job, *downstream_jobs(assets)],
     sensors=[
         source_partitions_sensor,
-        build_source_changes_sensor(_settings.watch_interval_seconds),
+        build_source_changes_sensor(_settings.watch_interval_seconds, enabled=_settings.watch),
         automation_sensor,
     ],
     schedules=[

@@ -17,13 +17,15 @@ DEFAULT_INTERVAL_SECONDS = 30
 
 
 def build_source_changes_sensor(
-    interval_seconds: int = DEFAULT_INTERVAL_SECONDS,
+    interval_seconds: int = DEFAULT_INTERVAL_SECONDS, *, enabled: bool = True
 ) -> dg.SensorDefinition:
     @dg.sensor(
         name="source_changes_sensor",
         job=ingest_job,
         minimum_interval_seconds=interval_seconds,
-        default_status=dg.DefaultSensorStatus.RUNNING,
+        default_status=(
+            dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED
+        ),
         description="Stat-only walk of every source; ingests those whose files changed.",
     )
     def source_changes_sensor(

@@ -37,7 +37,7 @@ def prepare_instance(config: GarageConfig, *, sqlite: bool) -> tuple[Path, str]:
 
         url = resolve_url(config)  # starts the embedded server when no URL is configured
         ensure_migrated(url)
-        storage_url = ensure_database(url)
+        storage_url = ensure_database(url, config.database.dagster_database)
     write_instance_config(home, storage_url)
     # Imported here: the rest of the CLI does not need Dagster loaded.
     from garage_assets.partitions import instance_at, register_source

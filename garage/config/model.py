@@ -34,6 +34,8 @@ class DatabaseConfig(Section):
     # No URL means the embedded default: a private cluster under the data directory.
     url: str | None = None
     data_dir: str | None = None
+    # Dagster's own storage (runs, events, schedules): a database of its own on the same server.
+    dagster_database: str = Field(default="garage_dagster", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 class SourceConfig(Section):
@@ -168,7 +170,8 @@ class ScheduleConfig(Section):
     incremental_cron: str = "0 * * * *"
     timezone: str = "UTC"
     enabled: bool = True
-    # How often the file-change sensor stats every source (a stat-only walk per tick).
+    # The file-change sensor, and how often it stats every source (a stat-only walk per tick).
+    watch: bool = True
     watch_interval_seconds: int = Field(default=30, ge=5, le=86400)
 
     @field_validator("incremental_cron")

@@ -4,7 +4,6 @@ One multi-asset, because one transaction per document covers both tables: a docu
 visible without its chunks.
 """
 
-
 import dagster as dg
 
 from garage.ingest import IngestError, ingest_source

@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
+import logging
+
 import dagster as dg
 
-from garage.config import load_config
+from garage.config import ConfigError, load_config
+from garage.config.model import ScheduleConfig
 from garage_assets.automation import automation_sensor, follow_upstream
 from garage_assets.checks import ingest_checks
+from garage_assets.embeddings import embedding_assets
 from garage_assets.ingest import ingest
 from garage_assets.jobs import downstream_jobs, ingest_job
 from resources.database import DatabaseResource
+from resources.inference import EgressGuardResource, InferenceResource
 from sensors.changes import build_source_changes_sensor
 from sensors.partitions import source_partitions_sensor
 from sensors.schedules import build_incremental_schedule
 
-# The schedule's cron and the sensor's interval are part of the definitions, so they are read
-# when Dagster loads them (a malformed config stops the load with the file and field named).
-_settings = load_config().schedule
+
+def _schedule_settings() -> ScheduleConfig:
+    # The schedule's cron and the sensor's interval are part of the definitions, so they are
+    # read when Dagster loads them. A broken config must not hide the UI that would show what
+    # is wrong: the defaults stand in, and every run reports the config error itself.
+    try:
+        return load_config().schedule
+    except ConfigError as error:
+        logging.getLogger(__name__).error("schedule settings not loaded: %s", error)
+        return ScheduleConfig()
+
+
+_settings = _schedule_settings()
 
 # Assets downstream of chunks (emb_<slug>, later facts) follow it through an eager condition.
-assets = follow_upstream([ingest])
+assets = follow_upstream([ingest, *embedding_assets()])
 
 defs = dg.Definitions(
     assets=assets,
@@ -35,5 +50,8 @@ defs = dg.Definitions(
             _settings.incremental_cron, _settings.timezone, enabled=_settings.enabled
         )
     ],
-    resources={"database": DatabaseResource()},
+    resources={
+        "database": DatabaseResource(),
+        "inference": InferenceResource(egress=EgressGuardResource()),
+    },
 )

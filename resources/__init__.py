@@ -1,5 +1,7 @@
-"""Dagster resources: one per boundary Garage crosses (the database; later the model servers)."""
+"""Dagster resources: one per boundary Garage crosses (the database, the model servers and the
+egress guard in front of them)."""
 
 from resources.database import DatabaseResource
+from resources.inference import EgressGuardResource, InferenceResource
 
-__all__ = ["DatabaseResource"]
+__all__ = ["DatabaseResource", "EgressGuardResource", "InferenceResource"]

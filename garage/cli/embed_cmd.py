@@ -46,8 +46,10 @@ def embed_cmd(
     Resumable: what is already embedded is skipped, and an interrupted run loses at most one
     batch. Image chunks are skipped by text models.
     """
+    from garage.config import data_dir
     from garage.embed import embed
     from garage.inference import EgressGuard, InferenceClient
+    from garage.inference.egress import note_allowlist
 
     config = obj.config()
     if source is not None:
@@ -59,6 +61,7 @@ def embed_cmd(
         url = resolve_url(config)
         ensure_migrated(url)
         guard = EgressGuard.from_config(config)
+        note_allowlist(guard, data_dir(config) / "egress-allowlist.json")
         client = InferenceClient(guard, timeout=config.inference.timeout_seconds)
         with connect(url, autocommit=True) as conn, client, _bar(quiet=as_json) as progress:
             reports = embed(

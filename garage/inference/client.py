@@ -43,7 +43,8 @@ Provider = Literal["ollama", "lmstudio", "llama_server"]
 Message = dict[str, str]
 
 EXTRACTION_TEMPERATURE = 0.1
-_MAX_TRUNCATIONS = 12  # each try keeps at most 90% of the text: 0.9**12 ≈ 28%, then halving
+_MAX_TRUNCATIONS = 8  # proportional cuts, each 20% shorter than the last
+_BISECT_STEPS = 7  # the kept prefix is within 1/128 of the longest that fits
 
 
 __all__ = [
@@ -151,17 +152,31 @@ class InferenceClient:
         classes: frozenset,
         error: ContextExceeded,
     ) -> list[float]:
-        for _ in range(_MAX_TRUNCATIONS):
-            if error.n_ctx and error.n_tokens and error.n_tokens > error.n_ctx:
-                keep = int(len(text) * error.n_ctx / error.n_tokens * 0.9)
-            else:
-                keep = int(len(text) * 0.75)
-            text = text[: max(1, min(keep, len(text) - 1))]
-            try:
-                [vector] = self._embed_request(provider, host, model_id, [text], classes)
-                return vector
-            except ContextExceeded as again:
-                error = again
+        """The vector of the longest prefix of ``text`` that fits the context (near enough)."""
+        if error.n_ctx and error.n_tokens and error.n_tokens > error.n_ctx:
+            # llama-server says how far over it is: cut in proportion, with a margin.
+            keep = int(len(text) * error.n_ctx / error.n_tokens * 0.9)
+            for _ in range(_MAX_TRUNCATIONS):
+                try:
+                    [vector] = self._embed_request(provider, host, model_id, [text[:keep]], classes)
+                    return vector
+                except ContextExceeded:
+                    keep = int(keep * 0.8)
+        else:
+            # Ollama and LM Studio only say "too long": bisect on the length, at most
+            # _BISECT_STEPS requests, keeping the longest prefix that fit.
+            fits, too_long, best = 0, len(text), None
+            for _ in range(_BISECT_STEPS):
+                keep = (fits + too_long) // 2
+                if keep <= fits:
+                    break
+                try:
+                    [vector] = self._embed_request(provider, host, model_id, [text[:keep]], classes)
+                    fits, best = keep, vector
+                except ContextExceeded:
+                    too_long = keep
+            if best is not None:
+                return best
         raise InferenceError(f"{model_id}: an input still exceeds the context after truncation")
 
     def _embed_request(

@@ -50,6 +50,9 @@ defs = dg.Definitions(
             _settings.incremental_cron, _settings.timezone, enabled=_settings.enabled
         )
     ],
+    # One process per run, not one per step: a step process costs seconds of imports on a
+    # small machine, more than most incremental passes take; runs still go in parallel.
+    executor=dg.in_process_executor,
     resources={
         "database": DatabaseResource(),
         "inference": InferenceResource(egress=EgressGuardResource()),

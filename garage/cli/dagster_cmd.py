@@ -74,15 +74,32 @@ def _answers(url: str) -> bool:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the UI listens on.")
 @click.option("--port", default=3000, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--detach", is_flag=True, help="Run in the background; stop with `garage down`.")
+@click.option(
+    "--init-only",
+    is_flag=True,
+    help="Write DAGSTER_HOME and register the sources' partitions, print DAGSTER_HOME, exit.",
+)
 @click.option("--json", "as_json", is_flag=True, help="With --detach: print what started as JSON.")
 @click.pass_obj
 def dagster_cmd(
-    obj: GarageContext, sqlite: bool, host: str, port: int, detach: bool, as_json: bool
+    obj: GarageContext,
+    sqlite: bool,
+    host: str,
+    port: int,
+    detach: bool,
+    init_only: bool,
+    as_json: bool,
 ) -> None:
     """Start the Dagster UI and daemon (sensors, the hourly schedule, backfills)."""
     config = obj.config()
     with user_errors():
         home, storage = prepare_instance(config, sqlite=sqlite)
+    if init_only:
+        if as_json:
+            echo_json({"dagster_home": str(home), "storage": storage})
+        else:
+            click.echo(str(home))
+        return
     url = f"http://{host}:{port}"
     env = dict(os.environ, DAGSTER_HOME=str(home), GARAGE_CONFIG=str(obj.path.resolve()))
     command = [sys.executable, "-m", "dagster", "dev", "-m", "garage_assets.definitions"]

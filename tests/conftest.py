@@ -102,33 +102,36 @@ class LlamaServers:
 
 
 @pytest.fixture(scope="session")
-def llama() -> LlamaServers:
-    """Start (or reuse) the local llama-servers; `.ci/run` has already started them."""
+def llama() -> Iterator[LlamaServers]:
+    """The local llama-servers: those `scripts/test` started (named in the environment), or
+    started here with `scripts/llama start` and stopped again when the session ends."""
     keys = (
         "GARAGE_TEST_LLAMA_EMBED_URL",
         "GARAGE_TEST_LLAMA_CHAT_URL",
         "GARAGE_TEST_LLAMA_EMBED2_URL",
     )
     urls = {key: os.environ.get(key) for key in keys}
+    started_here = False
     if not all(urls.values()):
+        script = ["bash", str(ROOT / "scripts" / "llama")]
+        running = subprocess.run([*script, "status"], capture_output=True, cwd=ROOT).returncode == 0
         result = subprocess.run(
-            ["bash", str(ROOT / "scripts" / "llama"), "start"],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            cwd=ROOT,
+            [*script, "start"], capture_output=True, text=True, timeout=1800, cwd=ROOT
         )
         if result.returncode != 0:
             pytest.fail(f"scripts/llama start failed:\n{result.stderr[-3000:]}")
+        started_here = not running
         for line in result.stdout.splitlines():
             key, _, value = line.partition("=")
             if key in urls:
                 urls[key] = value.strip()
-    return LlamaServers(
+    yield LlamaServers(
         embed_url=str(urls["GARAGE_TEST_LLAMA_EMBED_URL"]),
         chat_url=str(urls["GARAGE_TEST_LLAMA_CHAT_URL"]),
         embed2_url=str(urls["GARAGE_TEST_LLAMA_EMBED2_URL"]),
     )
+    if started_here:
+        subprocess.run(["bash", str(ROOT / "scripts" / "llama"), "stop"], cwd=ROOT, timeout=60)
 
 
 def llama_config(llama: LlamaServers, *, two_models: bool = False, **sections: Any) -> Any:

@@ -119,3 +119,28 @@ def storage_of(home: Path) -> str:
     if path.exists() and "postgres_url:" in path.read_text(encoding="utf-8"):
         return "postgres"
     return "sqlite"
+
+
+def storage_problem(home: Path) -> str | None:
+    """Why the instance in ``home`` cannot be opened now, or None. Checked with one quick
+    connection: dagster-postgres itself retries for many seconds before giving up."""
+    path = home / INSTANCE_FILE
+    if not path.exists():
+        return None
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        url = document["storage"]["postgres"]["postgres_url"]
+    except (KeyError, TypeError):
+        return None  # SQLite: nothing to reach
+    except (OSError, yaml.YAMLError) as error:
+        return f"{path} is unreadable: {error}"
+    try:
+        psycopg.connect(
+            url.replace(f"{STORAGE_SCHEME}://", "postgresql://"), connect_timeout=3
+        ).close()
+    except psycopg.Error as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return f"its PostgreSQL storage does not answer ({first})"
+    return None

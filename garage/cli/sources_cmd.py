@@ -18,12 +18,24 @@ def sources_group() -> None:
 
 def _register_partition(config: GarageConfig, name: str, *, add: bool) -> str:
     # Imported here: the library and the rest of the CLI do not need Dagster loaded.
+    from garage.orchestrator import storage_problem
     from garage_assets.partitions import instance_at, register_source, unregister_source
 
     home = dagster_home(config)
-    instance = instance_at(home)
-    changed = register_source(instance, name) if add else unregister_source(instance, name)
-    return f"partition {'registered' if add else 'removed'} in {home}" if changed else ""
+    verb = "registered" if add else "removed"
+    later = "`garage up` or the partitions sensor will"
+    problem = storage_problem(home)
+    if problem:
+        return f"partition not {verb} in {home} now: {problem}; {later}"
+    try:
+        with instance_at(home) as instance:
+            changed = register_source(instance, name) if add else unregister_source(instance, name)
+    except Exception as error:  # the instance's PostgreSQL is down, its file is damaged, …
+        # The config is already saved, and the partitions sensor (or the next `garage up`)
+        # brings the partitions in step with it: say so rather than fail the command.
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"partition not {verb} in {home} now ({type(error).__name__}: {first_line}); {later}"
+    return f"partition {verb} in {home}" if changed else ""
 
 
 @sources_group.command("add")

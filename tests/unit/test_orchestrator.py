@@ -70,3 +70,19 @@ def test_schedule_settings(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schedule": {"watch_interval_seconds": 1}}))
     with pytest.raises(ConfigError, match=r"schedule\.watch_interval_seconds"):
         load_config(path, env={})
+
+
+def test_sources_add_with_the_instance_storage_down(isolated_env: Path) -> None:
+    from click.testing import CliRunner
+
+    from garage.cli import cli
+
+    # An instance moved to PostgreSQL by `garage up`, whose server is now stopped.
+    home = isolated_env / "dagster"
+    write_instance_config(home, f"{STORAGE_SCHEME}://postgres@127.0.0.1:1/garage_dagster")
+    (isolated_env / "notes").mkdir()
+    result = CliRunner().invoke(cli, ["sources", "add", "notes", str(isolated_env / "notes")])
+    assert result.exit_code == 0, result.output
+    assert "partition not registered" in result.output
+    assert "does not answer" in result.output
+    assert load_config(isolated_env / "garage.json", env={}).sources[0].name == "notes"

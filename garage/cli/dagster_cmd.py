@@ -62,6 +62,16 @@ def _pid(home: Path) -> int | None:
     return pid
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(f"{url}/server_info", timeout=2.0).status_code == 200
@@ -149,11 +159,14 @@ def down_cmd(obj: GarageContext, as_json: bool) -> None:
     pid = _pid(home)
     stopped = False
     if pid is not None:
-        os.killpg(pid, signal.SIGTERM)  # the session `garage up` made: only its processes
+        # The session `garage up` made, and only its processes: the webserver, the daemon and
+        # the code servers they spawned. A code server can outlive its parent's SIGTERM, so the
+        # whole group is waited for, and killed if it lingers.
+        os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while _pid(home) is not None and time.monotonic() < deadline:
+        while _group_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.5)
-        if _pid(home) is not None:
+        if _group_alive(pid):
             os.killpg(pid, signal.SIGKILL)
         stopped = True
     (home / PID_FILE).unlink(missing_ok=True)

@@ -78,6 +78,7 @@ def test_up_backfill_materialize_down(migrated_db: str, pg_server_url: str, tmp_
     )
     garage = [sys.executable, "-m", "garage.cli"]
     port = _free_port()
+    up: dict[str, object] = {}
     try:
         up = json.loads(_run([*garage, "up", "--detach", "--port", str(port), "--json"], env))
         assert up["storage"] == "postgres" and up["url"] == f"http://127.0.0.1:{port}"
@@ -124,3 +125,10 @@ def test_up_backfill_materialize_down(migrated_db: str, pg_server_url: str, tmp_
                 )
             )
     assert json.loads(down.stdout)["stopped"] is True
+    # Nothing of the session `garage up` started is left: webserver, daemon, code servers.
+    try:
+        os.killpg(int(up["pid"]), 0)  # type: ignore[call-overload]
+        survivors = True
+    except ProcessLookupError:
+        survivors = False
+    assert not survivors

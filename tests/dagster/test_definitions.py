@@ -47,11 +47,12 @@ def test_partitions_sensor_adds_and_removes(isolated_env: Path) -> None:
     (isolated_env / "garage.json").write_text(json.dumps(config))
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("sources", ["stale"])
-        # The resources it uses: the inference resource opens a client, which a bare context
-        # cannot hold.
+        # Only the resource the sensor uses: the inference resource nests the egress guard,
+        # which build_sensor_context can only open inside a `with`.
         resources = {"database": defs.resources["database"]}  # type: ignore[index]
-        context = dg.build_sensor_context(instance=instance, resources=resources)
-        result = source_partitions_sensor(context)
+        result = source_partitions_sensor(
+            dg.build_sensor_context(instance=instance, resources=resources)
+        )
         assert isinstance(result, dg.SensorResult)
         kinds = {type(r).__name__: r for r in result.dynamic_partitions_requests or []}
         assert kinds["AddDynamicPartitionsRequest"].partition_keys == ["notes"]

@@ -16,7 +16,12 @@ Choices worth knowing:
   wrote it. ``metadata["embedded_author_field"]`` says which field it came from.
 - CSV and TSV are not extracted: they are data exports, mostly machine-made and unbounded in
   size, and a verbatim dump chunks into noise. JSON, XML and HTML wait for extractors of their
-  own, as do mail (.eml, .emlx, mbox), images and Messages.
+  own.
+- Mail (``.eml``, ``.emlx``, ``.mbox`` and files named ``mbox``) is filed as communication
+  whatever the source's class, and attributed by its sender. An mbox holds many messages: it
+  is ``multipart`` and read through ``extract_parts``, one document per message.
+- Images are OCR'd (``image.py``); whether a picture also gets an image chunk is ingest's call
+  (``garage.ingest.pictures``). Messages' ``chat.db`` is a source kind, not an extension.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ class ExtractorSpec:
     version: int  # bump to force re-extraction of every file of this kind
     kind: str  # "markdown" | "prose" | "code": picks the chunker
     language: str | None = None  # for code: "python", "js", "shell", … (None otherwise)
+    corpus_class: str | None = None  # forced whatever the source says (mail: communication)
+    multipart: bool = False  # one file, many documents (mbox): see extract_parts
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,21 @@ class Extraction:
     spec: ExtractorSpec
     metadata: dict[str, object]  # JSON-serialisable
     embedded_author: str | None = None  # raw, unfiltered (see the module docstring)
+    sender: tuple[str | None, str | None] | None = None  # mail: (name, address) of From
+    picture: Picture | None = None  # images: what the image chunk is made of
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What an image file offers besides its OCR text: enough to find it by name and date."""
+
+    file_name: str
+    taken_at: str | None  # ISO 8601, from EXIF DateTimeOriginal (or DateTime)
+    camera: str | None  # EXIF Make and Model
+    width: int
+    height: int
+    format: str
+    screenshot: bool  # by its name or the "Screenshot" comment macOS writes into it
 
 
 class ExtractionError(Exception):
@@ -61,11 +83,16 @@ DOCX = ExtractorSpec("docx", 2, "markdown")
 PPTX = ExtractorSpec("pptx", 2, "markdown")
 XLSX = ExtractorSpec("xlsx", 2, "markdown")
 CODE_VERSION = 2
+EML = ExtractorSpec("eml", 1, "prose", corpus_class="communication")
+EMLX = ExtractorSpec("emlx", 1, "prose", corpus_class="communication")
+MBOX = ExtractorSpec("mbox", 1, "prose", corpus_class="communication", multipart=True)
+IMAGE = ExtractorSpec("image", 1, "image")
 
-# Extractor name -> module under garage.extract. Later: "mail", "image", "messages".
+# Extractor name -> module under garage.extract.
 _MODULES = {
     "markdown": "text", "text": "text", "code": "text",
     "pdf": "pdf", "docx": "office", "pptx": "office", "xlsx": "office",
+    "eml": "mail", "emlx": "mail", "mbox": "mail", "image": "image",
 }  # fmt: skip
 
 # Extension -> language. Names follow garage.chunk's separator table where it has the language
@@ -97,8 +124,9 @@ _TABLE: dict[str, ExtractorSpec] = {
     "txt": TEXT, "text": TEXT, "rst": TEXT, "org": TEXT, "tex": TEXT, "adoc": TEXT,
     "asciidoc": TEXT,
     "pdf": PDF, "docx": DOCX, "pptx": PPTX, "xlsx": XLSX, "xlsm": XLSX,
-    # Room for the kinds that come later: "eml", "emlx", "mbox" (mail); "jpg", "png", "heic"
-    # (images); Messages' chat.db is a source kind of its own, not an extension.
+    "eml": EML, "emlx": EMLX, "mbox": MBOX,
+    "png": IMAGE, "jpg": IMAGE, "jpeg": IMAGE, "tif": IMAGE, "tiff": IMAGE, "gif": IMAGE,
+    "webp": IMAGE, "heic": IMAGE, "heif": IMAGE,
 }  # fmt: skip
 _TABLE |= {ext: ExtractorSpec("code", CODE_VERSION, "code", lang) for ext, lang in _CODE.items()}
 
@@ -112,7 +140,8 @@ def extractor_for(path: Path | str) -> ExtractorSpec | None:
     dot = name.rfind(".")
     # A leading dot is a hidden file's name, not an extension (as Path.suffix has it).
     if dot <= name.rfind("/") + 1 or dot == len(name) - 1:
-        return None
+        # Unix mail spools and many exports name the file just "mbox".
+        return MBOX if name.endswith("mbox") and name[name.rfind("/") + 1 :] == "mbox" else None
     return _TABLE.get(name[dot + 1 :].lower())
 
 
@@ -125,9 +154,21 @@ def extract(path: Path, data: bytes) -> Extraction:
     spec = extractor_for(path)
     if spec is None:
         raise ExtractionError(path, "no extractor for this kind of file")
+    if spec.multipart:
+        raise ExtractionError(path, f"{spec.name} holds many documents: use extract_parts")
     module = importlib.import_module(f"garage.extract.{_MODULES[spec.name]}")
     result: Extraction = module.extract(path, data, spec)
     return result
+
+
+def extract_parts(path: Path, data: bytes) -> list[tuple[str, Extraction]]:
+    """The documents of a multipart file (an mbox), each with its key, unique in the file."""
+    spec = extractor_for(path)
+    if spec is None or not spec.multipart:
+        raise ExtractionError(path, "not a file of many documents")
+    module = importlib.import_module(f"garage.extract.{_MODULES[spec.name]}")
+    parts: list[tuple[str, Extraction]] = module.extract_parts(path, data, spec)
+    return parts
 
 
 # -- helpers shared by the extractors ------------------------------------------------------------
@@ -165,4 +206,12 @@ def clean_rows(rows: Sequence[Sequence[object]]) -> list[list[str]]:
     return [[row[j] if j < len(row) else "" for j in keep] for row in table]
 
 
-__all__ = ["Extraction", "ExtractionError", "ExtractorSpec", "extract", "extractor_for"]
+__all__ = [
+    "Extraction",
+    "ExtractionError",
+    "ExtractorSpec",
+    "Picture",
+    "extract",
+    "extract_parts",
+    "extractor_for",
+]

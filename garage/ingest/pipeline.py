@@ -21,9 +21,11 @@ import psycopg
 from garage.attribute import GitAuthorIndex, Identity, attribute
 from garage.chunk import chunker_for
 from garage.config import GarageConfig, SourceConfig
-from garage.extract import ExtractionError, extract, extractor_for
+from garage.extract import ExtractionError, ExtractorSpec, extract, extractor_for
 from garage.ingest import state
 from garage.ingest.deletion import DeletionPlan, plan_deletions
+from garage.ingest.parts import group_parts, handle_multipart
+from garage.ingest.pictures import IMAGE_CHUNKER, plan_picture
 from garage.ingest.report import IngestReport
 from garage.ingest.store import (
     DocumentRecord,
@@ -56,7 +58,10 @@ def ingest_source(
 ) -> IngestReport:
     """Run one ingest pass over ``source``. ``conn`` must be in autocommit mode."""
     if source.kind == "messages":
-        raise IngestError(f"source {source.name!r}: Messages databases are not ingested yet")
+        # Not walked file by file: each chat in the database becomes one document.
+        from garage.ingest.conversations import ingest_messages
+
+        return ingest_messages(conn, config, source, force=force, progress=progress)
     roots = source.root_paths()
     for root in roots:
         # An unmounted volume looks exactly like a mass deletion: refuse before walking.
@@ -133,6 +138,8 @@ class _Run:
         self.report = IngestReport(source=source.name)
         self.source_id = state.upsert_source(conn, source)
         self.known = state.known_documents(conn, self.source_id)
+        # The documents of multipart files (mbox messages), by the file's URI.
+        self.parts = group_parts(self.known)
         self.outcomes = state.known_outcomes(conn, self.source_id)
         self.authors = state.AuthorCache(conn)
         self.git = GitAuthorIndex()
@@ -153,6 +160,8 @@ class _Run:
         if spec is None:
             self.report.unsupported += 1
             return
+        if spec.multipart:
+            return handle_multipart(self, entry, spec)
         uri = entry.uri
         self.seen.append(uri)
         self.report.seen += 1
@@ -162,43 +171,19 @@ class _Run:
             known is not None
             and known.extractor == spec.name
             and known.extractor_version == spec.version
-            and known.chunker == chunker.signature
+            # A picture's only chunk is its image chunk.
+            and known.chunker in (chunker.signature, IMAGE_CHUNKER if spec.kind == "image" else "")
         )
         placeholder = is_placeholder(entry)
         if current and known is not None and known.mtime_ns == entry.mtime_ns:
             # A placeholder reports its real size, except the old zero-byte stubs.
             if known.size_bytes == entry.size or (placeholder and entry.size == 0):
                 return self._count("stat_skipped", entry)
-        outcome = self.outcomes.get(uri)
-        if (
-            outcome is not None
-            and outcome.size_bytes == entry.size
-            and outcome.mtime_ns == entry.mtime_ns
-            and outcome.extractor == spec.name
-            and outcome.extractor_version == spec.version
-        ):
-            return self._count("stat_skipped", entry)  # judged before; it has not changed
-        if placeholder and not self.budget.try_spend(entry.size):
-            # Left for a later run: ingest is idempotent, so bounded runs converge.
-            return self._count("placeholders", entry)
-        if entry.size > self.config.limits.max_file_bytes:
-            return self._fail(
-                entry,
-                uri,
-                f"too large ({entry.size} bytes, limit "
-                f"{self.config.limits.max_file_bytes}: limits.max_file_bytes)",
-            )
-        try:
-            timeout = self.config.limits.materialize_timeout_seconds if placeholder else None
-            data = read_bytes(
-                entry.path, timeout=timeout, max_bytes=self.config.limits.max_file_bytes
-            )
-        except ReadTimeout as error:
-            log.warning("%s", error)
-            self.report.errors.append(str(error))
-            return self._count("placeholders", entry)
-        except OSError as error:
-            return self._fail(entry, uri, f"cannot read: {error.strerror or error}")
+        if self.judged_before(entry, uri, spec):
+            return self._count("stat_skipped", entry)
+        data = self.read(entry, uri, placeholder)
+        if data is None:
+            return
         source_sha = _sha256(data)
         if current and known is not None and known.source_sha256 == source_sha:
             with self.conn.transaction():
@@ -209,10 +194,13 @@ class _Run:
         except ExtractionError as error:
             return self._fail(entry, uri, str(error), source_sha, spec.name, spec.version)
         except Exception as error:  # an extractor bug must not stop the source
-            log.exception("extractor %s crashed on %s", spec.name, entry.path)
-            crash = f"{type(error).__name__}: {error}"
-            reason = f"{entry.path.name}: {spec.name} extractor crashed ({crash})"
-            return self._fail(entry, uri, reason, source_sha, spec.name, spec.version)
+            return self._crashed(entry, uri, error, source_sha, spec)
+        cap = self.config.limits.max_chunks_per_document
+        if extraction.picture is not None:
+            plan = plan_picture(extraction, chunker, cap)
+            if plan.rejected:
+                return self._reject(entry, uri, plan.rejected, source_sha, spec.name, spec.version)
+            return self._store(entry, uri, extraction, source_sha, plan.content, plan.chunks)
         text = extraction.text
         if not text.strip():
             return self._reject(entry, uri, "no text", source_sha, spec.name, spec.version)
@@ -222,21 +210,67 @@ class _Run:
                 entry, uri, verdict.reason or "machine text", source_sha, spec.name, spec.version
             )
         chunks = chunker.split(text)
-        cap = self.config.limits.max_chunks_per_document
         if exceeds_chunk_cap(len(chunks), cap):
             reason = f"{len(chunks)} chunks, over limits.max_chunks_per_document ({cap})"
             return self._reject(entry, uri, reason, source_sha, spec.name, spec.version)
-        self._store(entry, uri, extraction, source_sha, chunks, chunker.signature)
+        self._store(entry, uri, extraction, source_sha, text, new_chunks(chunks, chunker.signature))
 
-    def _store(self, entry, uri, extraction, source_sha, chunks, signature) -> None:  # type: ignore[no-untyped-def]
+    def judged_before(self, entry: WalkEntry, uri: str, spec: ExtractorSpec) -> bool:
+        """Rejected or failed at this very stat and extractor version: not read again."""
+        outcome = self.outcomes.get(uri)
+        return (
+            outcome is not None
+            and outcome.size_bytes == entry.size
+            and outcome.mtime_ns == entry.mtime_ns
+            and outcome.extractor == spec.name
+            and outcome.extractor_version == spec.version
+        )
+
+    def read(self, entry: WalkEntry, uri: str, placeholder: bool) -> bytes | None:
+        """The file's bytes, within the budget and the size limit; None when it was not read
+        (counted as a placeholder left for later, or as a failure)."""
+        if placeholder and not self.budget.try_spend(entry.size):
+            # Left for a later run: ingest is idempotent, so bounded runs converge.
+            self._count("placeholders", entry)
+            return None
+        if entry.size > self.config.limits.max_file_bytes:
+            self._fail(
+                entry,
+                uri,
+                f"too large ({entry.size} bytes, limit "
+                f"{self.config.limits.max_file_bytes}: limits.max_file_bytes)",
+            )
+            return None
+        try:
+            timeout = self.config.limits.materialize_timeout_seconds if placeholder else None
+            return read_bytes(
+                entry.path, timeout=timeout, max_bytes=self.config.limits.max_file_bytes
+            )
+        except ReadTimeout as error:
+            log.warning("%s", error)
+            self.report.errors.append(str(error))
+            self._count("placeholders", entry)
+        except OSError as error:
+            self._fail(entry, uri, f"cannot read: {error.strerror or error}")
+        return None
+
+    def _crashed(self, entry, uri, error, source_sha, spec) -> None:  # type: ignore[no-untyped-def]
+        log.exception("extractor %s crashed on %s", spec.name, entry.path)
+        crash = f"{type(error).__name__}: {error}"
+        reason = f"{entry.path.name}: {spec.name} extractor crashed ({crash})"
+        self._fail(entry, uri, reason, source_sha, spec.name, spec.version)
+
+    def _store(self, entry, uri, extraction, source_sha, content, chunks) -> None:  # type: ignore[no-untyped-def]
         source = self.source
-        corpus_class = "code" if extraction.spec.kind == "code" else source.corpus_class
+        spec = extraction.spec
+        corpus_class = spec.corpus_class or ("code" if spec.kind == "code" else source.corpus_class)
         attribution = attribute(
             entry.path,
             identity=self.identity,
             git=self.git,
             embedded_author=extraction.embedded_author,
             source_default=source.default_author,
+            sender=extraction.sender,
             root=self._root_of(entry.path),
         )
         with self.conn.transaction():
@@ -254,20 +288,20 @@ class _Run:
                 uri=uri,
                 corpus_class=corpus_class,
                 title=extraction.title or entry.path.stem,
-                content=extraction.text,
+                content=content,
                 source_sha256=source_sha,
-                content_sha256=_sha256(extraction.text.encode("utf-8", "surrogatepass")),
+                content_sha256=_sha256(content.encode("utf-8", "surrogatepass")),
                 size_bytes=entry.size,
                 mtime_ns=entry.mtime_ns,
-                extractor=extraction.spec.name,
-                extractor_version=extraction.spec.version,
+                extractor=spec.name,
+                extractor_version=spec.version,
                 metadata=dict(extraction.metadata) | {"path": str(entry.path)},
                 author_id=author_id,
                 attribution=attribution.relation,
                 attribution_signal=attribution.signal,
                 attribution_evidence=dict(attribution.evidence),
             )
-            result = store_document(self.conn, record, new_chunks(chunks, signature))
+            result = store_document(self.conn, record, chunks)
             if uri in self.outcomes:
                 state.clear_outcome(self.conn, self.source_id, uri)
         self.report.chunks_kept += result.chunks_kept

@@ -22,7 +22,8 @@ class KnownDocument:
     source_sha256: str
     extractor: str
     extractor_version: int
-    chunker: str | None
+    chunker: str | None  # of its first chunk: a text chunk when it has any (see pictures)
+    content_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,11 @@ def upsert_source(conn: psycopg.Connection[Any], source: SourceConfig) -> int:
 def known_documents(conn: psycopg.Connection[Any], source_id: int) -> dict[str, KnownDocument]:
     rows = conn.execute(
         "SELECT d.uri, d.id, d.size_bytes, d.mtime_ns, d.source_sha256, d.extractor,"
-        " d.extractor_version, c.chunker"
+        " d.extractor_version, c.chunker, d.content_sha256"
         " FROM documents d LEFT JOIN LATERAL ("
-        "   SELECT chunker FROM chunks WHERE document_id = d.id AND fact_id IS NULL LIMIT 1"
+        # The first by ord: text chunks come before a picture's image chunk.
+        "   SELECT chunker FROM chunks WHERE document_id = d.id AND fact_id IS NULL"
+        "   ORDER BY ord LIMIT 1"
         " ) c ON true WHERE d.source_id = %s",
         (source_id,),
     ).fetchall()

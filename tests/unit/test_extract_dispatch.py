@@ -11,7 +11,10 @@ import pytest
 from garage.extract import Extraction, ExtractionError, ExtractorSpec, extract, extractor_for
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("pypdf", "pdfplumber", "docx", "pptx", "openpyxl", "yaml")
+HEAVY = (
+    "pypdf", "pdfplumber", "docx", "pptx", "openpyxl", "yaml", "PIL", "pytesseract",
+    "pillow_heif", "typedstream",
+)  # fmt: skip
 
 
 def spec(name: str) -> ExtractorSpec:
@@ -56,11 +59,23 @@ def test_path_strings_and_hidden_files() -> None:
 
 
 def test_unsupported_kinds_are_none() -> None:
-    # CSV is data (see garage.extract); mail, images and HTML wait for their own extractors.
-    for name in ("photo.jpg", "data.csv", "mail.eml", "page.html", "x.json", "Makefile", "a"):
+    # CSV is data (see garage.extract); HTML and JSON wait for their own extractors.
+    for name in ("data.csv", "page.html", "x.json", "Makefile", "a", "notmbox", "mbox.d/x"):
         assert extractor_for(Path(name)) is None, name
-    with pytest.raises(ExtractionError, match=r"^photo\.jpg: no extractor"):
-        extract(Path("photo.jpg"), b"\xff\xd8\xff")
+    with pytest.raises(ExtractionError, match=r"^data\.csv: no extractor"):
+        extract(Path("data.csv"), b"a,b\n")
+
+
+def test_mail_and_images_by_extension() -> None:
+    for name in ("a.eml", "b.EMLX", "c.mbox", "/var/mail/mbox"):
+        found = spec(name)
+        assert found.corpus_class == "communication", name
+    assert spec("c.mbox").multipart and spec("/home/jane/mail/mbox").name == "mbox"
+    assert not spec("a.eml").multipart
+    for name in ("p.png", "p.JPG", "p.jpeg", "p.tif", "p.tiff", "p.gif", "p.webp", "p.HEIC"):
+        assert spec(name).name == "image" and spec(name).corpus_class is None, name
+    with pytest.raises(ExtractionError, match="use extract_parts"):
+        extract(Path("c.mbox"), b"From x\n")
 
 
 def test_error_names_the_file_and_keeps_its_parts() -> None:
@@ -83,7 +98,8 @@ def test_dispatch_imports_no_extractor_library() -> None:
     """In a fresh interpreter: a walk calling extractor_for must not import any parser."""
     code = (
         "import sys; from pathlib import Path; from garage.extract import extractor_for\n"
-        "[extractor_for(Path(n)) for n in ('a.pdf', 'b.docx', 'c.xlsx', 'd.md', 'e.py')]\n"
+        "[extractor_for(Path(n)) for n in ('a.pdf', 'b.docx', 'c.xlsx', 'd.md', 'e.py',"
+        " 'f.png', 'g.heic', 'h.eml', 'i.mbox')]\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run(

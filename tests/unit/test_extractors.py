@@ -25,7 +25,8 @@ def test_dispatch_is_by_extension_and_imports_nothing_heavy() -> None:
     assert extractor_for(Path("a.PDF")).name == "pdf"  # type: ignore[union-attr]
     assert extractor_for(Path("x.py")).language == "python"  # type: ignore[union-attr]
     assert extractor_for(Path("notes.md")).kind == "markdown"  # type: ignore[union-attr]
-    assert extractor_for(Path("photo.jpg")) is None and extractor_for(Path("Makefile")) is None
+    assert extractor_for(Path("photo.jpg")).name == "image"  # type: ignore[union-attr]
+    assert extractor_for(Path("data.csv")) is None and extractor_for(Path("Makefile")) is None
     assert not {"pypdf", "pdfplumber", "docx", "pptx", "openpyxl"} & set(sys.modules)
 
 

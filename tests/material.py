@@ -12,7 +12,8 @@ Sources, versions exact:
 - Debian: libpython3.11-testsuite and python3.11-doc 3.11.2-6+deb12u9 (mail, PEM keys, decimal
   test tables; 497 reStructuredText documentation sources).
 - PyPI sdists: pypdf 7.1.1 (resources/: 72 PDFs, crazyones.txt), ocrmypdf 17.13.0 (a corrupt
-  invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files).
+  invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files),
+  freediscovery 1.3.1 (five real fedora-devel-list posts, each a one-message mbox file).
 - PyPI wheel: gensim 4.4.0 (GloVe vectors, a stemmed token stream).
 - "pptx-embedded-xlsx": the workbooks embedded in python-pptx's chart decks.
 - "logs": this machine's dpkg and apt logs, copied so tests read a stable snapshot.
@@ -41,6 +42,7 @@ SDISTS = {
     "ocrmypdf": "17.13.0",
     "python-docx": "1.2.0",
     "python-pptx": "1.0.2",
+    "freediscovery": "1.3.1",
 }
 GENSIM = "4.4.0"
 GENSIM_FILES = (

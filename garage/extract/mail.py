@@ -143,14 +143,15 @@ def _jsonable(value: Any) -> Any:
 def split_mbox(data: bytes) -> Iterator[bytes]:
     """The messages of an mbox, without their ``From `` envelope lines.
 
-    A message starts at a line beginning ``From `` at the top of the file or after a blank
-    line (the mboxo/mboxrd convention); ``>From `` quoting inside bodies is undone (mboxrd).
+    A message starts at a ``From `` envelope line (sender, then an asctime date) at the top of
+    the file or after a blank line; requiring the date, as mutt does, keeps an unquoted "From
+    here on…" in a body from splitting the message. ``>From `` quoting is undone (mboxrd).
     """
     current: list[bytes] = []
     started = False
     previous_blank = True
     for line in data.splitlines(keepends=True):
-        if line.startswith(b"From ") and previous_blank:
+        if line.startswith(b"From ") and previous_blank and _ENVELOPE.match(line):
             if started:
                 yield _unquote(current)
             current = []
@@ -163,6 +164,7 @@ def split_mbox(data: bytes) -> Iterator[bytes]:
 
 
 _QUOTED_FROM = re.compile(rb"^>(>*From )")
+_ENVELOPE = re.compile(rb"^From \S+ .*\d{1,2}:\d{2}.*\d{4}")
 
 
 def _unquote(lines: list[bytes]) -> bytes:

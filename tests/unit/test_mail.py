@@ -48,7 +48,9 @@ def test_header_block_then_plain_body() -> None:
     assert result.spec.corpus_class == "communication"
     assert result.metadata["attachments"] == ["dingusfish.gif"]
     assert result.metadata["date"] == "2001-04-20T19:35:02-04:00"
-    assert result.metadata["to"] == [{"name": "Dingus Lovers", "email": "cravindogs@cravindogs.com"}]
+    assert result.metadata["to"] == [
+        {"name": "Dingus Lovers", "email": "cravindogs@cravindogs.com"}
+    ]
 
 
 def test_plain_part_preferred_and_transfer_encodings_decoded() -> None:
@@ -90,7 +92,9 @@ def test_html_only_mail_is_stripped_to_text() -> None:
     result = extract(Path("menu.eml"), html)
     body = result.text.split("\n\n", 1)[1].rstrip("\n")
     assert body == "Café menu\n\nSoup of the day\n\nbread"
-    assert html_to_text("<p>a<br>b</p><table><tr><td>x</td><td>y</td></tr></table>") == "a\nb\n\nx y"
+    assert (
+        html_to_text("<p>a<br>b</p><table><tr><td>x</td><td>y</td></tr></table>") == "a\nb\n\nx y"
+    )
 
 
 def test_broken_mime_is_kept_with_its_defects_named() -> None:

@@ -152,6 +152,10 @@ def _copy(path: Path, copy: Path) -> None:
     except sqlite3.Error as error:
         raise MessagesError(path, f"cannot open ({error})") from None
     try:
+        # Take the read lock first, under the busy timeout: Python's backup() would wait for
+        # a writer's lock forever. With it held, the copy sees one consistent state.
+        source.execute("BEGIN")
+        source.execute("SELECT count(*) FROM sqlite_master").fetchone()
         target = sqlite3.connect(copy)
         try:
             source.backup(target)
@@ -187,20 +191,21 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     except sqlite3.DatabaseError as error:
         raise MessagesError(path, f"not a readable SQLite database ({error})") from None
+    absent = [table for table in _REQUIRED if table not in tables]
+    if absent:
+        raise MessagesError(
+            path,
+            f"no table {absent[0]!r}: not a Messages database, or one of an older schema "
+            "Garage does not read (before macOS 10.7)",
+        )
     for table, needed in _REQUIRED.items():
-        if table not in tables:
-            raise MessagesError(
-                path,
-                f"no table {table!r}: not a Messages database, or one of an older schema "
-                "Garage does not read (before macOS 10.7)",
-            )
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")} | {"ROWID"}
         missing = needed - columns
         if missing:
             raise MessagesError(
                 path,
-                f"table {table!r} lacks {', '.join(sorted(missing))}: a Messages schema Garage "
-                "does not read",
+                f"table {table!r} lacks {', '.join(sorted(missing))}: an older or newer "
+                "Messages schema Garage does not read",
             )
 
 

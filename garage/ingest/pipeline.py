@@ -383,7 +383,7 @@ class _Run:
             log.warning("source %s: %s", self.source.name, plan.reason)
             return
         with self.conn.transaction():
-            self.report.deleted = delete_documents(self.conn, plan.document_ids)
+            self.report.deleted += delete_documents(self.conn, plan.document_ids)
             # Outcomes of files that are gone are forgotten too.
             self.conn.execute(
                 "DELETE FROM ingest_outcomes WHERE source_id = %s AND NOT (uri = ANY(%s))",

@@ -46,9 +46,12 @@ def ingest_messages(
     config: GarageConfig,
     source: SourceConfig,
     *,
+    limit: int | None = None,
     force: bool = False,
     progress: Progress | None = None,
 ) -> IngestReport:
+    """One pass over every ``chat.db`` of ``source``; ``limit`` caps the chats looked at (a
+    limited run is incomplete and deletes nothing)."""
     from garage.ingest.pipeline import IngestError
 
     databases = [database_path(root) for root in source.root_paths()]
@@ -84,6 +87,9 @@ def ingest_messages(
             notes.append(chats.summary())
             stat = database.stat()
             for chat in chats.chats:
+                if limit is not None and report.seen >= limit:
+                    completed = False
+                    break
                 uri = f"{database}#{chat.guid}"
                 seen.append(uri)
                 report.seen += 1

@@ -21,6 +21,7 @@ from garage.extract import ExtractionError, ExtractorSpec, extract_parts
 from garage.ingest import state
 from garage.ingest.state import KnownDocument
 from garage.ingest.store import delete_documents, new_chunks, sha256_text
+from garage.materialize import is_placeholder
 from garage.quality import assess, exceeds_chunk_cap
 from garage.walk import WalkEntry
 
@@ -64,7 +65,7 @@ def handle_multipart(run: _Run, entry: WalkEntry, spec: ExtractorSpec) -> None:
         return run._count("stat_skipped", entry)
     if run.judged_before(entry, uri, spec):
         return run._count("stat_skipped", entry)
-    data = run.read(entry, uri, placeholder=False)
+    data = run.read(entry, uri, is_placeholder(entry))
     if data is None:
         return
     source_sha = hashlib.sha256(data).hexdigest()

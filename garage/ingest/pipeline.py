@@ -61,7 +61,7 @@ def ingest_source(
         # Not walked file by file: each chat in the database becomes one document.
         from garage.ingest.conversations import ingest_messages
 
-        return ingest_messages(conn, config, source, force=force, progress=progress)
+        return ingest_messages(conn, config, source, limit=limit, force=force, progress=progress)
     roots = source.root_paths()
     for root in roots:
         # An unmounted volume looks exactly like a mass deletion: refuse before walking.

@@ -370,3 +370,29 @@ def test_heic_photo_from_a_phone(migrated_db: str, tmp_path: Path) -> None:
     assert run_ingest(migrated_db, config, "phone").indexed == 1
     [(content,)] = rows(migrated_db, "SELECT content FROM documents")
     assert "lighthouse" in content.lower()
+
+
+def test_cli_adds_and_ingests_a_messages_source(
+    isolated_env: Path, migrated_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from garage.cli import cli
+
+    monkeypatch.setenv("GARAGE_DATABASE_URL", migrated_db)
+    db, _ = build_chat_db(isolated_env / "chat.db")
+    db.close()
+    runner = CliRunner()
+    added = runner.invoke(cli, ["sources", "add", "chats", str(db.path), "--kind", "messages"])
+    assert added.exit_code == 0, added.output
+    limited = runner.invoke(cli, ["ingest", "chats", "--limit", "1", "--json"])
+    assert limited.exit_code == 0, limited.output
+    [report] = json.loads(limited.output)
+    assert (report["indexed"], report["completed"]) == (1, False)
+    result = runner.invoke(cli, ["ingest", "chats", "--json"])
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.output)
+    assert (report["seen"], report["indexed"], report["unchanged"]) == (2, 1, 1)
+    assert report["chunks_new"] == 3 and report["completed"]

@@ -14,6 +14,7 @@ from garage.cli.dagster_cmd import dagster_cmd, down_cmd
 from garage.cli.db_cmd import db_group
 from garage.cli.embed_cmd import embed_cmd, models_group
 from garage.cli.ingest_cmd import ingest_cmd
+from garage.cli.search_cmd import search_cmd
 from garage.cli.sources_cmd import sources_group
 
 
@@ -46,6 +47,7 @@ cli.add_command(dagster_cmd, name="up")
 cli.add_command(down_cmd)
 cli.add_command(embed_cmd)
 cli.add_command(models_group)
+cli.add_command(search_cmd)
 
 
 def main() -> None:

@@ -21,9 +21,8 @@ from garage.config import GarageConfig
 from garage.embed import embed
 from garage.embed.registry import default_model
 from garage.inference import EgressGuard, InferenceClient
-from garage.search import SearchError, SearchQuery, search
+from garage.search import SearchError, SearchQuery, hybrid, search
 from garage.search import filters as search_filters
-from garage.search import hybrid
 from tests.conftest import LlamaServers, _with_database, llama_config
 from tests.integration.ingest_helpers import run_ingest
 from tests.integration.search_helpers import code, insert_thread, tutorial

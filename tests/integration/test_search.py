@@ -331,3 +331,80 @@ def test_bad_queries_are_refused_by_name(corpus: Corpus) -> None:
         for query, field in cases:
             with pytest.raises(SearchError, match=f"^{field}:"):
                 search(conn, corpus.config, query)
+
+
+# -- the command line and the corpus summaries --------------------------------------------------
+
+
+def test_garage_search_command(corpus: Corpus, tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from garage.cli import cli
+
+    raw = corpus.config.model_dump(mode="json")
+    raw["database"]["url"] = corpus.url
+    config_file = tmp_path / "garage.json"
+    config_file.write_text(json.dumps(raw))
+    runner = CliRunner()
+    base = ["--config", str(config_file), "search"]
+
+    result = runner.invoke(cli, [*base, "train", "tickets", "--class", "communication", "--json"])
+    assert result.exit_code == 0, result.output
+    response = json.loads(result.output)
+    assert response["mode"] == "hybrid" and response["degraded"] is None
+    assert response["query"] == "train tickets"
+    assert {h["corpus_class"] for h in response["hits"]} == {"communication"}
+    assert set(response["hits"][0]) >= {
+        "chunk_id", "document_id", "uri", "title", "source", "corpus_class", "author",
+        "start_offset", "end_offset", "excerpt", "score", "vector_rank", "keyword_rank",
+    }  # fmt: skip
+
+    result = runner.invoke(
+        cli,
+        [*base, "firmware", "--direction", "received", "--sender", "bob", "--since",
+         "2024-05-20", "--until", "2024-05-20", "--mode", "keyword", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [hit] = json.loads(result.output)["hits"]
+    assert hit["metadata"]["sender"].startswith("Bob Stone")
+
+    result = runner.invoke(cli, [*base, "heap", "invariant", "--source", "code", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    assert "test_heapq.py" in result.output and "2 hits (hybrid" in result.output
+    assert "CPython Developers" in result.output
+
+    result = runner.invoke(cli, [*base, "x", "--since", "last tuesday"])
+    assert result.exit_code == 2 and "not a date" in result.output
+    result = runner.invoke(cli, [*base, "x", "--model", "nope"])
+    assert result.exit_code == 1 and "model: no embedding model named 'nope'" in result.output
+    result = runner.invoke(cli, ["search", "--help"])
+    assert result.exit_code == 0 and "--direction" in result.output
+
+
+def test_corpus_summaries(corpus: Corpus) -> None:
+    from garage.search import corpus_stats, list_authors, list_sources
+
+    with psycopg.connect(corpus.url, autocommit=True) as conn:
+        sources = {s.name: s for s in list_sources(conn)}
+        authors = list_authors(conn, limit=10)
+        stats = corpus_stats(conn)
+        with pytest.raises(ValueError, match="limit"):
+            list_authors(conn, limit=0)
+        assert len(list_authors(conn, limit=1)) == 1
+    assert set(sources) == {"docs", "code", "chats"}
+    assert sources["docs"].documents == 17 and sources["docs"].kind == "files"
+    assert sources["code"].corpus_class == "code" and sources["code"].documents == 2
+    assert sources["chats"].chunks == 4 and sources["chats"].last_run_at is None
+    assert sources["docs"].last_run_at is not None
+    assert [(a.name, a.documents) for a in authors] == [
+        ("Python Docs Team", 17),
+        ("CPython Developers", 2),
+    ]
+    assert stats.sources == 3 and stats.documents == 20
+    assert stats.chunks == sum(s.chunks for s in sources.values())
+    assert stats.documents_by_class == {"code": 2, "communication": 1, "document": 17}
+    [model] = stats.embedding_models
+    assert model.name == "all-minilm-l6-v2" and model.is_default
+    assert model.vectors == stats.chunks

@@ -104,9 +104,11 @@ def allowed_classes(
             f"the chat model's host {model.host} is not on this machine, and communications "
             "(mail, chats) only go to a model on this machine: nothing to search"
         )
-    note = [] if kept == wanted else [
-        f"communications were left out: the model host {model.host} is not on this machine"
-    ]
+    note = (
+        []
+        if kept == wanted
+        else [f"communications were left out: the model host {model.host} is not on this machine"]
+    )
     return kept, note
 
 
@@ -119,6 +121,7 @@ def ask(
     sources: Sequence[str] = (),
     corpus_classes: Sequence[str] = (),
     model: LocalChatModel,
+    answer_tokens: int = ANSWER_TOKENS,
 ) -> AskResult:
     """Answer ``question`` from the index with the local chat model, citing [n]."""
     if not isinstance(question, str) or not question.strip():
@@ -151,10 +154,16 @@ def ask(
         notes.append(f"{withheld} excerpt(s) withheld from the model by the egress guard")
     if not hits:
         return AskResult(
-            question, prompts.NO_EXCERPTS, [], model.model, response.mode, response.degraded,
-            withheld, notes,
+            question,
+            prompts.NO_EXCERPTS,
+            [],
+            model.model,
+            response.mode,
+            response.degraded,
+            withheld,
+            notes,
         )
-    answer, shown = _answer(model, question, hits)
+    answer, shown = _answer(model, question, hits, answer_tokens)
     if len(shown) < len(hits):
         notes.append(f"{len(hits) - len(shown)} excerpt(s) left out to fit the model's context")
     return AskResult(
@@ -191,7 +200,7 @@ def ask_messages(question: str, citations: Sequence[Citation]) -> list[Message]:
 
 
 def _answer(
-    model: LocalChatModel, question: str, hits: Sequence[SearchHit]
+    model: LocalChatModel, question: str, hits: Sequence[SearchHit], answer_tokens: int
 ) -> tuple[str, list[Citation]]:
     """Ask the model; when the excerpts overflow its context, show fewer and try again."""
     count, excerpt_chars = len(hits), EXCERPT_CHARS
@@ -202,7 +211,7 @@ def _answer(
                 ask_messages(question, citations),
                 corpus_classes={c.corpus_class for c in citations},
                 temperature=0.2,
-                max_tokens=ANSWER_TOKENS,
+                max_tokens=answer_tokens,
             )
             return answer.strip(), citations
         except ContextExceeded:
@@ -231,4 +240,3 @@ def generate(
     messages.append({"role": "user", "content": prompt})
     text = model.complete(messages, temperature=temperature, max_tokens=max_tokens)
     return GenerateResult(text.strip(), model.model)
-

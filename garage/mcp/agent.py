@@ -171,8 +171,16 @@ def parse_reply(reply: str) -> _Call | None:
 
 
 class Agent:
-    def __init__(self, tools: CorpusTools, model: LocalChatModel, config: GarageConfig):
+    def __init__(
+        self,
+        tools: CorpusTools,
+        model: LocalChatModel,
+        config: GarageConfig,
+        *,
+        reply_tokens: int = REPLY_TOKENS,
+    ):
         self.model = model
+        self.reply_tokens = reply_tokens
         self.config = config
         self.tools = {t.name: t for t in map(AgentTool.of, tools.read_tools())}
         self.allow_communications = tools.allow_communications
@@ -238,7 +246,7 @@ class _Run:
                     self.messages,
                     corpus_classes=classes,
                     temperature=0.2,
-                    max_tokens=REPLY_TOKENS,
+                    max_tokens=self.agent.reply_tokens,
                 )
             except ContextExceeded:
                 if not self._compact_one():
@@ -269,7 +277,9 @@ class _Run:
         if error is None:
             tool = self.agent.tools.get(call.tool or "")
             if tool is None:
-                error = f"there is no tool {call.tool!r}; the tools are {', '.join(self.agent.tools)}"
+                error = (
+                    f"there is no tool {call.tool!r}; the tools are {', '.join(self.agent.tools)}"
+                )
             else:
                 try:
                     value = tool.call(call.arguments)

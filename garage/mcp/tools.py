@@ -206,9 +206,7 @@ class CorpusTools:
 
     def rag_list_authors(
         self,
-        limit: Annotated[
-            int, Field(ge=1, le=MAX_AUTHORS, description="Authors to return.")
-        ] = 100,
+        limit: Annotated[int, Field(ge=1, le=MAX_AUTHORS, description="Authors to return.")] = 100,
     ) -> AuthorList:
         """List the people who wrote the indexed documents, those with most documents first."""
         with tool_errors(), self.runtime.reader() as conn:

@@ -28,7 +28,8 @@ from garage.search.types import CorpusClass
 EXCERPT_CHARS = 1200
 DEFAULT_EXCERPTS = 6
 MAX_EXCERPTS = 20
-ANSWER_TOKENS = 512
+ANSWER_TOKENS = 400
+MAX_ANSWER_TOKENS = 4096
 # What a model host that is not this machine may be shown.
 REMOTE_CLASSES: tuple[CorpusClass, ...] = ("document", "code")
 ALL_CLASSES: tuple[CorpusClass, ...] = ("document", "code", "communication")

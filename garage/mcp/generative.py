@@ -13,6 +13,7 @@ from pydantic import Field
 from garage.ask import (
     ANSWER_TOKENS,
     DEFAULT_EXCERPTS,
+    MAX_ANSWER_TOKENS,
     MAX_EXCERPTS,
     AskResult,
     GenerateResult,
@@ -44,6 +45,9 @@ class GenerativeTools:
         corpus_classes: Annotated[
             list[CorpusClass], Field(max_length=3, description="Only these kinds of content.")
         ] = [],  # noqa: B006
+        max_tokens: Annotated[
+            int, Field(ge=1, le=MAX_ANSWER_TOKENS, description="Longest answer, in tokens.")
+        ] = ANSWER_TOKENS,
     ) -> AskResult:
         """Answer a question from the owner's index with the local model, citing excerpts as [n].
 
@@ -60,6 +64,7 @@ class GenerativeTools:
                 sources=sources,
                 corpus_classes=corpus_classes,
                 model=model,
+                answer_tokens=max_tokens,
             )
 
     def rag_agent(
@@ -94,7 +99,7 @@ class GenerativeTools:
             str | None, Field(max_length=10_000, description="An optional system message.")
         ] = None,
         max_tokens: Annotated[
-            int, Field(ge=1, le=4096, description="Longest reply, in tokens.")
+            int, Field(ge=1, le=MAX_ANSWER_TOKENS, description="Longest reply, in tokens.")
         ] = ANSWER_TOKENS,
         temperature: Annotated[float | None, Field(ge=0, le=2)] = None,
     ) -> GenerateResult:

@@ -9,12 +9,11 @@ is compared in constant time; a request without it gets 401 before it reaches th
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-
-from garage.inference.egress import is_loopback
 
 MIN_TOKEN_CHARS = 16
 MCP_PATH = "/mcp"
@@ -26,11 +25,22 @@ class TokenRequired(ValueError):
     """Serving beyond loopback without a bearer token (or with a weak one)."""
 
 
+def is_loopback_address(host: str) -> bool:
+    """Whether a bind address is this machine only (decided from the address, never DNS)."""
+    host = host.strip().strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def check_binding(host: str, token: str | None) -> None:
     """Refuse a binding the index should not be served on."""
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise TokenRequired(f"the bearer token must be at least {MIN_TOKEN_CHARS} characters")
-    if token is None and not is_loopback(host):
+    if token is None and not is_loopback_address(host):
         raise TokenRequired(
             f"serving on {host}, beyond this machine, needs a bearer token: set GARAGE_MCP_TOKEN "
             "(e.g. `export GARAGE_MCP_TOKEN=$(python3 -c 'import secrets; "

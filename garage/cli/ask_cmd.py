@@ -31,6 +31,10 @@ from garage.cli.common import GarageContext, echo_json, user_errors
     "--no-search-first", is_flag=True,
     help="With --agent: do not search before the model's first reply.",
 )  # fmt: skip
+@click.option(
+    "--max-tokens", type=click.IntRange(1, 4096), default=400, show_default=True,
+    help="Longest answer (each reply, with --agent), in tokens.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @click.pass_obj
 def ask_cmd(
@@ -42,6 +46,7 @@ def ask_cmd(
     classes: tuple[str, ...],
     max_steps: int,
     no_search_first: bool,
+    max_tokens: int,
     as_json: bool,
 ) -> None:
     """Answer QUESTION from the index with the local chat model, citing what it used.
@@ -64,14 +69,14 @@ def ask_cmd(
             with chat_model(config) as model:
                 if agent:
                     tools = CorpusTools(runtime, allow_communications=model.is_loopback)
-                    result: AskResult | AgentResult = Agent(tools, model, config).run(
-                        text, max_steps=max_steps, search_first=not no_search_first
-                    )
+                    result: AskResult | AgentResult = Agent(
+                        tools, model, config, reply_tokens=max_tokens
+                    ).run(text, max_steps=max_steps, search_first=not no_search_first)
                 else:
                     with runtime.reader() as conn:
                         result = ask(
                             conn, config, text, limit=limit, sources=sources,
-                            corpus_classes=classes, model=model,
+                            corpus_classes=classes, model=model, answer_tokens=max_tokens,
                         )  # fmt: skip
         except (InferenceError, SearchError, ValueError) as error:
             raise click.ClickException(str(error)) from None

@@ -135,7 +135,10 @@ def _type_of(prop: dict[str, Any], schema: dict[str, Any]) -> str:
     kind = prop.get("type", "any")
     if kind == "array":
         return f"list of {_type_of(prop.get('items', {}), schema)}"
-    if kind == "integer" and "minimum" in prop and "maximum" in prop:
+    if kind == "integer" and "minimum" in prop:
+        # A bound that only guards the database (ids, offsets) is noise to a small model.
+        if prop.get("maximum", 10**7) > 10**6:
+            return f"integer >= {prop['minimum']}"
         return f"integer {prop['minimum']}-{prop['maximum']}"
     return {"string": "text", "boolean": "true|false"}.get(kind, kind)
 

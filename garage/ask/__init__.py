@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
 
 from garage.ask import prompts
 from garage.config import GarageConfig
-from garage.db.connect import Conn
 from garage.inference import ContextExceeded, EgressRefused, LocalChatModel
 from garage.inference.client import Message
 from garage.search import SearchHit, SearchQuery, search
@@ -114,7 +116,7 @@ def allowed_classes(
 
 
 def ask(
-    conn: Conn,
+    conn: psycopg.Connection[Any],
     config: GarageConfig,
     question: str,
     *,

@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg.rows import dict_row
-
-from garage.db.connect import Conn
 
 # Large enough for a long note in one call, small enough for a client's context window.
 DEFAULT_LENGTH = 20_000
@@ -56,7 +55,7 @@ LEFT JOIN authors a ON a.id = d.author_id
 
 
 def get_document(
-    conn: Conn,
+    conn: psycopg.Connection[Any],
     *,
     document_id: int | None = None,
     uri: str | None = None,

@@ -6,7 +6,8 @@ whose client passes every request through the egress guard, and closes it afterw
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -109,5 +110,5 @@ class GenerativeTools:
                 model, prompt, system=system, max_tokens=max_tokens, temperature=temperature
             )
 
-    def all(self) -> list:  # type: ignore[type-arg]
+    def all(self) -> list[Callable[..., Any]]:
         return [self.rag_ask, self.rag_agent, self.rag_generate]

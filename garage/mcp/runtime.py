@@ -38,5 +38,7 @@ class Runtime:
         """A read-only connection for one tool call."""
         with connect(self.url, autocommit=True) as conn:
             conn.execute("SET default_transaction_read_only = on")
-            conn.execute(f"SET statement_timeout = {int(STATEMENT_TIMEOUT_MS)}")
+            conn.execute(
+                "SELECT set_config('statement_timeout', %s, false)", (str(STATEMENT_TIMEOUT_MS),)
+            )
             yield conn

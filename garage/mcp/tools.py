@@ -13,13 +13,14 @@ then returns documents and code only, and a communication is never handed out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
+from psycopg.errors import QueryCanceled
 from pydantic import Field
 
 from garage.db import DatabaseError
@@ -74,6 +75,10 @@ def tool_errors() -> Iterator[None]:
         yield
     except ToolError:
         raise
+    except QueryCanceled:
+        raise ToolError(
+            "the query took too long and was stopped; narrow it (fewer terms, a filter)"
+        ) from None
     except (
         SearchError,
         DocumentNotFound,
@@ -217,7 +222,7 @@ class CorpusTools:
         with tool_errors(), self.runtime.reader() as conn:
             return corpus_stats(conn)
 
-    def read_tools(self) -> list:  # type: ignore[type-arg]
+    def read_tools(self) -> list[Callable[..., Any]]:
         """The five read-only tools, in the order a model should consider them."""
         return [
             self.rag_search,

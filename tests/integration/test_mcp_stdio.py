@@ -58,12 +58,17 @@ def run_session(
     return anyio.run(main)
 
 
+def _text(result: Any) -> str:
+    """The first text block of a tool result ("" when there is none)."""
+    return next((block.text for block in result.content if block.type == "text"), "")
+
+
 def _validate(tool: Any, result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
     assert result.structured_content is not None
     jsonschema.validate(result.structured_content, tool.output_schema)
     # The text content carries the same result for clients that read only text.
-    assert json.loads(result.content[0].text) == result.structured_content
+    assert json.loads(_text(result)) == result.structured_content
     return result.structured_content
 
 
@@ -71,7 +76,7 @@ def test_tools_are_listed_with_schemas_and_each_answers(corpus: McpCorpus, tmp_p
     async def body(session: ClientSession) -> dict[str, Any]:
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
         out: dict[str, Any] = {"tools": listed}
-        calls = {
+        calls: dict[str, tuple[str, dict[str, Any]]] = {
             "search": ("rag_search", {"query": "train tickets to Lisbon", "limit": 5}),
             "code": ("rag_search", {"query": "bisect insort", "corpus_classes": ["code"]}),
             "sources": ("rag_list_sources", {}),
@@ -177,7 +182,7 @@ def test_hostile_arguments_are_mcp_errors_and_the_server_keeps_serving(
         errors = []
         for name, arguments, _ in HOSTILE:
             result = await session.call_tool(name, arguments)
-            errors.append((result.is_error, result.content[0].text if result.content else ""))
+            errors.append((result.is_error, _text(result)))
         injected = await session.call_tool(
             "rag_search", {"query": "'; DROP TABLE documents; --", "sources": ["docs' OR '1'='1"]}
         )
@@ -194,7 +199,7 @@ def test_hostile_arguments_are_mcp_errors_and_the_server_keeps_serving(
     # SQL in strings is data: it matches nothing and changes nothing.
     assert not out["injected"].is_error
     assert out["injected"].structured_content["hits"] == []
-    assert out["past_end"].is_error and "past the end" in out["past_end"].content[0].text
+    assert out["past_end"].is_error and "past the end" in _text(out["past_end"])
     assert out["stats"].structured_content["documents"] == 7
     # No traceback reached the client's stderr log: every refusal was an answer, not a crash.
     assert "Traceback" not in (tmp_path / "stderr.log").read_text()

@@ -14,7 +14,7 @@ ASK_USER = "Excerpts:\n\n{excerpts}\n\nQuestion: {question}\n\nAnswer, citing ex
 NO_EXCERPTS = "Nothing in the index matched the question, so there is nothing to answer from."
 
 AGENT_SYSTEM = """\
-You are {owner_label} assistant. You answer questions about {owner_possessive} own private \
+You are {owner} assistant. You answer questions about {owner} own private \
 index: their files, notes, code{communications}. The index belongs to the user; it is not your \
 training data, so look things up instead of saying you have no access.
 

@@ -192,8 +192,7 @@ class Agent:
         owner = self.config.identity.self_name
         signatures = "\n".join(f"- {tool.signature()}" for tool in self.tools.values())
         return prompts.AGENT_SYSTEM.format(
-            owner_label=f"{owner}'s" if owner else "the user's",
-            owner_possessive=f"{owner}'s" if owner else "the user's",
+            owner=f"{owner}'s" if owner else "the user's",
             communications=prompts.AGENT_COMMUNICATIONS if self.allow_communications else "",
             signatures=signatures,
         )

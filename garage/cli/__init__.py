@@ -8,12 +8,15 @@ import sys
 import click
 
 from garage import __version__
+from garage.cli.ask_cmd import ask_cmd
 from garage.cli.common import GarageContext
 from garage.cli.config_cmd import config_group
 from garage.cli.dagster_cmd import dagster_cmd, down_cmd
 from garage.cli.db_cmd import db_group
 from garage.cli.embed_cmd import embed_cmd, models_group
 from garage.cli.ingest_cmd import ingest_cmd
+from garage.cli.mcp_cmd import mcp_group, mcp_serve_cmd
+from garage.cli.search_cmd import search_cmd
 from garage.cli.sources_cmd import sources_group
 
 
@@ -46,6 +49,10 @@ cli.add_command(dagster_cmd, name="up")
 cli.add_command(down_cmd)
 cli.add_command(embed_cmd)
 cli.add_command(models_group)
+cli.add_command(ask_cmd)
+cli.add_command(mcp_serve_cmd)
+cli.add_command(mcp_group)
+cli.add_command(search_cmd)
 
 
 def main() -> None:

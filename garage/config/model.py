@@ -182,6 +182,22 @@ class ScheduleConfig(Section):
         return value.strip()
 
 
+class SearchConfig(Section):
+    # BM25 (k1 = 1.2, b = 0.75) is the default keyword ranking: on a judged collection
+    # ts_rank_cd scored far below it, and fusing ts_rank_cd with dense vectors scored below
+    # dense alone. ts_rank_cd stays selectable because the architecture guide names it.
+    keyword_ranking: Literal["bm25", "ts_rank_cd"] = "bm25"
+    bm25_k1: float = Field(default=1.2, ge=0, le=10)
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
+    # How many candidates each engine hands to Reciprocal Rank Fusion, and its k.
+    candidates: int = Field(default=200, gt=0, le=2000)
+    rrf_k: int = Field(default=60, gt=0)
+    # A hit's excerpt: the chunk's text cut to this many characters at a word boundary.
+    excerpt_chars: int = Field(default=1200, ge=80, le=20000)
+    # How long a query may wait for its vector before search falls back to keyword only.
+    embed_timeout_seconds: float = Field(default=10.0, gt=0)
+
+
 class GarageConfig(Section):
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     sources: list[SourceConfig] = Field(default_factory=list)
@@ -192,6 +208,7 @@ class GarageConfig(Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
 
     @model_validator(mode="after")
     def _unique_sources(self) -> GarageConfig:

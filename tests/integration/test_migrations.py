@@ -14,6 +14,8 @@ from garage.db.migrate import discover, migrate, schema_dir
 
 EXPECTED_TABLES = {
     "authors",
+    "bm25_corpus",
+    "bm25_postings",
     "chunks",
     "documents",
     "embedding_models",
@@ -27,6 +29,8 @@ EXPECTED_TABLES = {
 EXPECTED_INDEXES = {
     "authors_name_email",
     "authors_pkey",
+    "bm25_corpus_pkey",
+    "bm25_postings_pkey",
     "chunks_document_idx",
     "chunks_document_ord_idx",
     "chunks_fact_idx",

@@ -1,0 +1,99 @@
+"""``garage ask``: a cited answer from the local model, the CLI front door to rag_ask and
+rag_agent."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import click
+
+from garage.cli.common import GarageContext, echo_json, user_errors
+
+
+@click.command("ask")
+@click.argument("question", nargs=-1, required=True)
+@click.option("--agent", is_flag=True, help="Let the model search and read the index itself.")
+@click.option(
+    "--limit", type=click.IntRange(1, 20), default=6, show_default=True,
+    help="Excerpts to answer from (without --agent).",
+)  # fmt: skip
+@click.option("--source", "sources", multiple=True, help="Only this source (repeatable).")
+@click.option(
+    "--class", "classes", multiple=True,
+    type=click.Choice(["document", "code", "communication"]),
+    help="Only this corpus class (repeatable; without --agent).",
+)  # fmt: skip
+@click.option(
+    "--max-steps", type=click.IntRange(1, 20), default=6, show_default=True,
+    help="With --agent: most tool calls the model may make.",
+)  # fmt: skip
+@click.option(
+    "--no-search-first", is_flag=True,
+    help="With --agent: do not search before the model's first reply.",
+)  # fmt: skip
+@click.option(
+    "--max-tokens", type=click.IntRange(1, 4096), default=400, show_default=True,
+    help="Longest answer (each reply, with --agent), in tokens.",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+@click.pass_obj
+def ask_cmd(
+    obj: GarageContext,
+    question: tuple[str, ...],
+    agent: bool,
+    limit: int,
+    sources: tuple[str, ...],
+    classes: tuple[str, ...],
+    max_steps: int,
+    no_search_first: bool,
+    max_tokens: int,
+    as_json: bool,
+) -> None:
+    """Answer QUESTION from the index with the local chat model, citing what it used.
+
+    Retrieval is the same as `garage search`; nothing leaves this machine except to the
+    configured local model host, and mail and chats only ever go to a model on this machine.
+    """
+    from garage.ask import AskResult, ask, chat_model
+    from garage.inference import InferenceError
+    from garage.mcp.agent import Agent, AgentResult
+    from garage.mcp.runtime import Runtime
+    from garage.mcp.tools import CorpusTools
+    from garage.search import SearchError
+
+    config = obj.config()
+    text = " ".join(question)
+    with user_errors():
+        runtime = Runtime.from_config(config)
+        try:
+            with chat_model(config) as model:
+                if agent:
+                    tools = CorpusTools(runtime, allow_communications=model.is_loopback)
+                    result: AskResult | AgentResult = Agent(
+                        tools, model, config, reply_tokens=max_tokens
+                    ).run(text, max_steps=max_steps, search_first=not no_search_first)
+                else:
+                    with runtime.reader() as conn:
+                        result = ask(
+                            conn, config, text, limit=limit, sources=sources,
+                            corpus_classes=classes, model=model, answer_tokens=max_tokens,
+                        )  # fmt: skip
+        except (InferenceError, SearchError, ValueError) as error:
+            raise click.ClickException(str(error)) from None
+    if as_json:
+        echo_json(asdict(result))
+        return
+    click.echo(result.answer)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    if isinstance(result, AgentResult):
+        for step in result.steps:
+            outcome = "ok" if step.ok else f"error: {step.error}"
+            click.echo(f"  step {step.number}: {step.tool or '?'} {outcome}", err=True)
+        lines = [f"[doc {c.document_id}] {c.title or c.uri} ({c.uri})" for c in result.citations]
+    else:
+        lines = [f"[{c.number}] {c.title or c.uri} ({c.uri})" for c in result.citations]
+    if lines:
+        click.echo("\nSources:")
+        for line in lines:
+            click.echo(f"  {line}")

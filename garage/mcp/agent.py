@@ -1,0 +1,362 @@
+"""rag_agent: the local model drives the five read-only tools until it can answer.
+
+Calls travel in the conversation, as one JSON object per reply
+(``{"tool": "rag_search", "arguments": {...}}``), rather than in the OpenAI ``tools`` field:
+llama-server, Ollama and LM Studio all render a chat template from role/content pairs, so the
+one format works on each. Each tool appears in the system prompt as a one-line signature
+(arguments, allowed values, the first sentence of its description), which small models follow
+better than a JSON schema. Arguments are validated against the tool's own signature, as
+tools/call validates them, and an error goes back to the model to correct. A reply that is not
+a tool call is the answer.
+
+With ``search_first`` (the default) the question goes to rag_search before the model's first
+reply and the hits appear as a call it already made: small models otherwise read "when did I
+last talk to BMW?" as a question about their training data and say they have no access.
+
+Content rule: when the model host is not loopback, the tools run with communications withheld
+(search returns documents and code only, rag_get_document refuses a communication), and every
+request carries the classes the conversation holds, so the egress guard checks it again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
+from pydantic import ValidationError
+
+from garage.ask import prompts, trim
+from garage.config import GarageConfig
+from garage.inference import ContextExceeded, InferenceError, LocalChatModel
+from garage.inference.client import Message
+from garage.mcp.documents import DocumentText
+from garage.mcp.tools import AuthorList, CorpusTools, SourceList
+from garage.search import CorpusStats, SearchResponse
+
+DEFAULT_STEPS = 6
+MAX_STEPS = 20
+SEARCH_FIRST_LIMIT = 5
+REPLY_TOKENS = 400
+# What one tool result may take of a small model's context.
+RESULT_CHARS = 3000
+HIT_CHARS = 400
+
+
+@dataclass(frozen=True)
+class AgentStep:
+    number: int
+    tool: str | None  # None when the reply was not a usable tool call
+    arguments: dict[str, Any]
+    ok: bool
+    error: str | None  # what went back to the model to correct
+    result: str  # what the model was shown
+    preset: bool = False  # the search_first call, made before the model's first reply
+    reply: str = ""  # the model's reply that made this call
+
+
+@dataclass(frozen=True)
+class AgentCitation:
+    document_id: int
+    uri: str
+    title: str | None
+    source: str
+    corpus_class: str
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    question: str
+    answer: str
+    steps: list[AgentStep]
+    citations: list[AgentCitation]  # one per document the model saw, in the order it saw them
+    model: str
+    stopped: Literal["answer", "step_limit"]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AgentTool:
+    name: str
+    fn: Callable[..., Any]
+    meta: FuncMetadata
+
+    @classmethod
+    def of(cls, fn: Callable[..., Any]) -> AgentTool:
+        return cls(fn.__name__, fn, func_metadata(fn))
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return dict(self.meta.arg_model.model_json_schema().get("properties", {}))
+
+    def signature(self) -> str:
+        """``name(arg: type, opt?: a|b = default) — first sentence of the description``."""
+        schema = self.meta.arg_model.model_json_schema()
+        required = set(schema.get("required", []))
+        parts = []
+        for name, prop in schema.get("properties", {}).items():
+            text = f"{name}{'' if name in required else '?'}: {_type_of(prop, schema)}"
+            if "default" in prop and prop["default"] not in (None, [], ""):
+                text += f" = {json.dumps(prop['default'])}"
+            parts.append(text)
+        doc = " ".join((self.fn.__doc__ or "").split())
+        first = doc.split(". ")[0].rstrip(".")
+        return f"{self.name}({', '.join(parts)}) - {first}."
+
+    def call(self, arguments: dict[str, Any]) -> Any:
+        """Validate ``arguments`` as tools/call does, then run the tool."""
+        unknown = sorted(set(arguments) - set(self.parameters))
+        if unknown:
+            known = ", ".join(self.parameters) or "no arguments"
+            raise ToolError(f"{self.name} has no argument {', '.join(unknown)} (it takes {known})")
+        try:
+            validated = self.meta.validate_arguments(arguments)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in error.errors()
+            )
+            raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
+        return self.fn(**validated)
+
+
+def _type_of(prop: dict[str, Any], schema: dict[str, Any]) -> str:
+    if "anyOf" in prop:
+        kinds = [_type_of(p, schema) for p in prop["anyOf"] if p.get("type") != "null"]
+        return "|".join(kinds)
+    if "$ref" in prop:
+        name = prop["$ref"].rsplit("/", 1)[-1]
+        return _type_of(schema.get("$defs", {}).get(name, {}), schema)
+    if "enum" in prop:
+        return "|".join(str(v) for v in prop["enum"])
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"list of {_type_of(prop.get('items', {}), schema)}"
+    if kind == "integer" and "minimum" in prop:
+        # A bound that only guards the database (ids, offsets) is noise to a small model.
+        if prop.get("maximum", 10**7) > 10**6:
+            return f"integer >= {prop['minimum']}"
+        return f"integer {prop['minimum']}-{prop['maximum']}"
+    return {"string": "text", "boolean": "true|false"}.get(kind, kind)
+
+
+@dataclass
+class _Call:
+    tool: str | None
+    arguments: dict[str, Any]
+    error: str | None
+
+
+def parse_reply(reply: str) -> _Call | None:
+    """The tool call in a reply; None when the reply is an answer. A reply that tries to be a
+    call and fails (bad JSON, no tool name) comes back with an error for the model."""
+    text = reply.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    start = 0 if text.startswith("{") else text.find('{"tool"')
+    if start < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as error:
+        return _Call(None, {}, f"the reply is not valid JSON ({error.msg} at {error.pos})")
+    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
+        return _Call(None, {}, 'a tool call is one JSON object with a "tool" name')
+    arguments = value.get("arguments", {})
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return _Call(value["tool"], {}, '"arguments" must be a JSON object')
+    return _Call(value["tool"], arguments, None)
+
+
+class Agent:
+    def __init__(
+        self,
+        tools: CorpusTools,
+        model: LocalChatModel,
+        config: GarageConfig,
+        *,
+        reply_tokens: int = REPLY_TOKENS,
+    ):
+        self.model = model
+        self.reply_tokens = reply_tokens
+        self.config = config
+        self.tools = {t.name: t for t in map(AgentTool.of, tools.read_tools())}
+        self.allow_communications = tools.allow_communications
+
+    def system_prompt(self) -> str:
+        owner = self.config.identity.self_name
+        signatures = "\n".join(f"- {tool.signature()}" for tool in self.tools.values())
+        return prompts.AGENT_SYSTEM.format(
+            owner=f"{owner}'s" if owner else "the user's",
+            communications=prompts.AGENT_COMMUNICATIONS if self.allow_communications else "",
+            signatures=signatures,
+        )
+
+    def run(
+        self, question: str, *, max_steps: int = DEFAULT_STEPS, search_first: bool = True
+    ) -> AgentResult:
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question: is empty")
+        if not 1 <= max_steps <= MAX_STEPS:
+            raise ValueError(f"max_steps: must be between 1 and {MAX_STEPS}, not {max_steps}")
+        run = _Run(self, question.strip())
+        if search_first:
+            arguments = {"query": run.question, "limit": SEARCH_FIRST_LIMIT}
+            call_text = json.dumps({"tool": "rag_search", "arguments": arguments})
+            run.messages.append({"role": "assistant", "content": call_text})
+            run.execute(_Call("rag_search", arguments, None), reply=call_text, preset=True)
+        for _ in range(max_steps):
+            reply = run.complete()
+            call = parse_reply(reply)
+            if call is None:
+                return run.result(reply.strip(), "answer")
+            run.messages.append({"role": "assistant", "content": reply})
+            run.execute(call, reply=reply)
+        run.messages.append({"role": "user", "content": prompts.STEP_LIMIT})
+        reply = run.complete()
+        if parse_reply(reply) is None and reply.strip():
+            return run.result(reply.strip(), "step_limit")
+        return run.result(f"No answer within {max_steps} tool calls.", "step_limit")
+
+
+class _Run:
+    """One question's conversation, steps and the documents it has seen."""
+
+    def __init__(self, agent: Agent, question: str):
+        self.agent = agent
+        self.question = question
+        self.messages: list[Message] = [
+            {"role": "system", "content": agent.system_prompt()},
+            {"role": "user", "content": question},
+        ]
+        self.steps: list[AgentStep] = []
+        self.seen: dict[int, AgentCitation] = {}
+        self.notes: list[str] = []
+        self._compacted: set[int] = set()
+
+    def complete(self) -> str:
+        """The model's next reply; older tool results are left out when the context is full."""
+        classes = {c.corpus_class for c in self.seen.values()}
+        while True:
+            try:
+                return self.agent.model.complete(
+                    self.messages,
+                    corpus_classes=classes,
+                    temperature=0.2,
+                    max_tokens=self.agent.reply_tokens,
+                )
+            except ContextExceeded:
+                if not self._compact_one():
+                    raise InferenceError(
+                        "the conversation no longer fits the model's context, even with earlier "
+                        "tool results left out"
+                    ) from None
+
+    def _compact_one(self) -> bool:
+        for index, message in enumerate(self.messages):
+            if index in self._compacted or message["role"] != "user" or index < 2:
+                continue
+            if message["content"].startswith("Result of "):
+                head = message["content"].split("\n", 1)[0]
+                self.messages[index] = {
+                    "role": "user",
+                    "content": f"{head}\n(left out to fit the model's context)",
+                }
+                self._compacted.add(index)
+                self.notes.append("earlier tool results were left out to fit the model's context")
+                return True
+        return False
+
+    def execute(self, call: _Call, *, reply: str, preset: bool = False) -> None:
+        number = len(self.steps) + 1
+        error = call.error
+        shown = ""
+        if error is None:
+            tool = self.agent.tools.get(call.tool or "")
+            if tool is None:
+                error = (
+                    f"there is no tool {call.tool!r}; the tools are {', '.join(self.agent.tools)}"
+                )
+            else:
+                try:
+                    value = tool.call(call.arguments)
+                    shown = self._render(value)
+                except ToolError as failure:
+                    error = str(failure)
+        if error is None:
+            content = prompts.TOOL_RESULT.format(tool=call.tool, result=shown)
+        else:
+            content = prompts.TOOL_ERROR.format(error=error)
+            shown = content
+        self.messages.append({"role": "user", "content": content})
+        self.steps.append(
+            AgentStep(number, call.tool, call.arguments, error is None, error, shown, preset, reply)
+        )
+
+    def _see(self, document_id: int, uri: str, title: str | None, source: str, cls: str) -> None:
+        self.seen.setdefault(document_id, AgentCitation(document_id, uri, title, source, cls))
+
+    def _render(self, value: Any) -> str:
+        """A tool's result as the model reads it: short lines, bounded in size."""
+        if isinstance(value, SearchResponse):
+            if not value.hits:
+                return "No matching passages."
+            blocks = []
+            for hit in value.hits:
+                self._see(hit.document_id, hit.uri, hit.title, hit.source, hit.corpus_class)
+                about = ", ".join(x for x in (hit.source, hit.corpus_class, hit.author) if x)
+                blocks.append(
+                    f"[doc {hit.document_id}] {hit.title or hit.uri} ({about})\n"
+                    f"{trim(hit.excerpt, HIT_CHARS)}"
+                )
+            return _bounded("\n\n".join(blocks))
+        if isinstance(value, DocumentText):
+            self._see(value.document_id, value.uri, value.title, value.source, value.corpus_class)
+            text = trim(value.content, RESULT_CHARS)
+            more = (
+                f"\n(characters {value.start}-{value.end} of {value.total_chars}; for more, "
+                f"call again with start={value.end})"
+                if value.truncated or len(text) < len(value.content)
+                else ""
+            )
+            return f"[doc {value.document_id}] {value.title or value.uri}\n{text}{more}"
+        if isinstance(value, SourceList):
+            lines = [
+                f"- {s.name}: {s.kind}, {s.corpus_class}, {s.documents} documents"
+                for s in value.sources
+            ]
+            return "\n".join(lines) or "No sources."
+        if isinstance(value, AuthorList):
+            lines = [
+                f"- {a.name}{f' <{a.email}>' if a.email else ''}: {a.documents} documents"
+                + (" (the owner)" if a.is_self else "")
+                for a in value.authors
+            ]
+            return _bounded("\n".join(lines) or "No authors.")
+        if isinstance(value, CorpusStats):
+            by_class = ", ".join(f"{k}: {v}" for k, v in value.documents_by_class.items())
+            return (
+                f"{value.sources} sources, {value.documents} documents ({by_class}), "
+                f"{value.chunks} chunks, {value.authors} authors"
+            )
+        return _bounded(str(value))
+
+    def result(self, answer: str, stopped: Literal["answer", "step_limit"]) -> AgentResult:
+        return AgentResult(
+            question=self.question,
+            answer=answer,
+            steps=self.steps,
+            citations=list(self.seen.values()),
+            model=self.agent.model.model,
+            stopped=stopped,
+            notes=list(dict.fromkeys(self.notes)),
+        )
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS].rstrip() + "\n…"

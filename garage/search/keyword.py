@@ -1,0 +1,165 @@
+"""The keyword leg: full-text candidates, ranked by BM25 (default) or ``ts_rank_cd``.
+
+The query's terms are ORed, not ANDed: ``websearch_to_tsquery`` would require every word of
+"secure enclave firmware validation" in one chunk and return nothing, and since RRF decides the
+final order the keyword side should favour recall. The terms are the lexemes of
+``to_tsvector('english', query)`` — the very function that built each chunk's ``tsv`` — so a
+query term matches exactly the postings it should.
+
+BM25 (Lucene's form, whose idf never goes negative)::
+
+    score(chunk) = Σ_t  ln(1 + (N - df_t + 0.5) / (df_t + 0.5))
+                        · tf · (k1 + 1) / (tf + k1 · (1 - b + b · dl / avgdl))
+
+over the distinct query terms t, with tf, dl and df from ``bm25_postings`` and N, avgdl from
+``bm25_corpus`` (schema/004_bm25.sql, kept exact by triggers). Statistics are corpus-wide: a
+filter narrows the candidates, not the meaning of a term's rarity.
+
+Each function returns CTEs defining ``kw(chunk_id, rank, score)``: at most ``candidates`` rows,
+rank 1-based. Parameters: ``text``, ``candidates``, ``k1``, ``b`` and the filters' own.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from garage.search.filters import FILTER_JOINS, Filters
+
+TS_CONFIG = "english"  # what chunks.tsv is built with (schema/001_core.sql)
+
+_TERMS = sql.SQL(
+    "kw_terms AS (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector({cfg}, %(text)s)))"
+).format(cfg=sql.Literal(TS_CONFIG))
+
+
+def bm25_ctes(filters: Filters) -> sql.Composable:
+    """BM25 over the maintained postings: one index range scan per query term."""
+    return sql.SQL(
+        """
+        {terms},
+        kw_corpus AS (
+            SELECT sum(chunks)::float8 AS n,
+                   sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl
+            FROM bm25_corpus
+        ),
+        kw_postings AS (
+            -- df is the number of postings of the term: read here anyway, so never stored.
+            SELECT p.chunk_id, p.tf, p.dl, count(*) OVER (PARTITION BY p.term) AS df
+            FROM bm25_postings p
+            WHERE p.term IN (SELECT term FROM kw_terms)
+        ),
+        kw AS (
+            SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank, score
+            FROM (
+                SELECT kp.chunk_id,
+                       sum(ln(1 + (k.n - kp.df + 0.5) / (kp.df + 0.5))
+                           * kp.tf * (%(k1)s::float8 + 1)
+                           / (kp.tf + %(k1)s::float8
+                              * (1 - %(b)s::float8 + %(b)s::float8 * kp.dl / k.avgdl))
+                       ) AS score
+                FROM kw_postings kp CROSS JOIN kw_corpus k {filter_from}
+                GROUP BY kp.chunk_id
+                ORDER BY score DESC, kp.chunk_id
+                LIMIT %(candidates)s
+            ) top
+        )
+        """
+    ).format(terms=_TERMS, filter_from=_filter_from(filters, "kp.chunk_id"))
+
+
+def bm25_derived_ctes(filters: Filters) -> sql.Composable:
+    """BM25 with every statistic derived at query time from the chunks' own ``tsv``.
+
+    Kept for ``bench/search.py``'s comparison with the maintained statistics, and tested to
+    give the same scores. tf comes from unnesting each matching chunk's vector, df from
+    counting the matching chunks (every chunk holding a term matches the ORed query), and N and
+    avgdl from a pass over all chunks — the part no index can answer.
+    """
+    return sql.SQL(
+        """
+        {terms},
+        kw_query AS (
+            SELECT string_agg(
+                       '''' || replace(replace(term, '\\', '\\\\'), '''', '''''') || '''',
+                       ' | ')::tsquery AS q
+            FROM kw_terms
+        ),
+        kw_corpus AS (
+            SELECT count(*)::float8 AS n, avg(bm25_length(tsv))::float8 AS avgdl FROM chunks
+        ),
+        kw_matches AS (
+            SELECT c.id AS chunk_id, t.lexeme AS term,
+                   coalesce(array_length(t.positions, 1), 1) AS tf, bm25_length(c.tsv) AS dl
+            FROM chunks c CROSS JOIN kw_query kq
+                 CROSS JOIN LATERAL unnest(c.tsv) t
+            WHERE c.tsv @@ kq.q AND t.lexeme IN (SELECT term FROM kw_terms)
+        ),
+        kw_postings AS (
+            SELECT chunk_id, tf, dl, count(*) OVER (PARTITION BY term) AS df FROM kw_matches
+        ),
+        kw AS (
+            SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank, score
+            FROM (
+                SELECT kp.chunk_id,
+                       sum(ln(1 + (k.n - kp.df + 0.5) / (kp.df + 0.5))
+                           * kp.tf * (%(k1)s::float8 + 1)
+                           / (kp.tf + %(k1)s::float8
+                              * (1 - %(b)s::float8 + %(b)s::float8 * kp.dl / k.avgdl))
+                       ) AS score
+                FROM kw_postings kp CROSS JOIN kw_corpus k {filter_from}
+                GROUP BY kp.chunk_id
+                ORDER BY score DESC, kp.chunk_id
+                LIMIT %(candidates)s
+            ) top
+        )
+        """
+    ).format(terms=_TERMS, filter_from=_filter_from(filters, "kp.chunk_id"))
+
+
+def ts_rank_cd_ctes(filters: Filters) -> sql.Composable:
+    """``ts_rank_cd`` over the ORed terms, through the GIN index on ``chunks.tsv``."""
+    return sql.SQL(
+        """
+        {terms},
+        kw_query AS (
+            -- Each lexeme quoted as a tsquery operand, so no character in it is an operator.
+            SELECT string_agg(
+                       '''' || replace(replace(term, '\\', '\\\\'), '''', '''''') || '''',
+                       ' | ')::tsquery AS q
+            FROM kw_terms
+        ),
+        kw AS (
+            SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank, score
+            FROM (
+                SELECT c.id AS chunk_id, ts_rank_cd(c.tsv, kq.q)::float8 AS score
+                FROM chunks c CROSS JOIN kw_query kq {joins}
+                WHERE c.tsv @@ kq.q AND {predicate}
+                ORDER BY score DESC, c.id
+                LIMIT %(candidates)s
+            ) top
+        )
+        """
+    ).format(
+        terms=_TERMS,
+        joins=FILTER_JOINS if filters.active else sql.SQL(""),
+        predicate=filters.predicate,
+    )
+
+
+def _filter_from(filters: Filters, chunk_id: str) -> sql.Composable:
+    """Joins and WHERE restricting scored postings to chunks that pass the filters."""
+    if not filters.active:
+        return sql.SQL("")
+    return sql.SQL("JOIN chunks c ON c.id = {chunk_id} {joins} WHERE {predicate}").format(
+        chunk_id=sql.SQL(chunk_id), joins=FILTER_JOINS, predicate=filters.predicate
+    )
+
+
+def keyword_ctes(ranking: str, filters: Filters) -> sql.Composable:
+    if ranking == "bm25":
+        return bm25_ctes(filters)
+    if ranking == "bm25_derived":
+        return bm25_derived_ctes(filters)
+    if ranking == "ts_rank_cd":
+        return ts_rank_cd_ctes(filters)
+    raise ValueError(f"search.keyword_ranking: {ranking!r} is not 'bm25' or 'ts_rank_cd'")

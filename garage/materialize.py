@@ -22,7 +22,7 @@ from garage.walk import WalkEntry
 SF_DATALESS = 0x40000000
 # Attributes the Dropbox client puts on every file it syncs ("attrs" by today's client,
 # "attributes" by the old one); Linux requires the "user." namespace.
-_DROPBOX_XATTRS = ("com.dropbox.attrs", "com.dropbox.attributes")
+_DROPBOX_XATTRS: tuple[str, ...] = ("com.dropbox.attrs", "com.dropbox.attributes")
 if sys.platform.startswith("linux"):
     _DROPBOX_XATTRS = tuple("user." + name for name in _DROPBOX_XATTRS)
 

@@ -52,7 +52,7 @@ def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: Da
     context.log.info(report.summary())
     for line in report.errors[:50]:
         context.log.warning(line)
-    documents = {
+    documents: dict[str, dg.RawMetadataValue] = {
         "seen": report.seen,
         "indexed": report.indexed,
         "stat_skipped": report.stat_skipped,
@@ -72,7 +72,7 @@ def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: Da
         "source_documents": totals["documents"],
         "dagster/row_count": totals["documents"],
     }
-    chunks = {
+    chunks: dict[str, dg.RawMetadataValue] = {
         "kept": report.chunks_kept,
         "new": report.chunks_new,
         "deleted": report.chunks_deleted,

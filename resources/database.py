@@ -7,11 +7,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
-import psycopg
 from pydantic import PrivateAttr
 
 from garage.config import GarageConfig, config_path, load_config
 from garage.db import connect, resolve_url
+from garage.db.connect import Conn
 from garage.db.migrate import ensure_migrated
 
 
@@ -42,6 +42,6 @@ class DatabaseResource(dg.ConfigurableResource):
         return self._url
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self) -> Iterator[Conn]:
         with connect(self.url()) as conn:
             yield conn

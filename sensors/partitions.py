@@ -19,7 +19,7 @@ def source_partitions_sensor(
     changes = partition_changes(configured, registered)
     if not changes.add and not changes.remove:
         return dg.SkipReason(f"{len(configured)} source partition(s) already match the config")
-    requests = []
+    requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
     if changes.add:
         requests.append(sources_partitions.build_add_request(changes.add))
     if changes.remove:

@@ -62,11 +62,11 @@ class BackfillReport:
 
 def _scope(
     model: RegisteredModel, source: str | None, *, missing: bool
-) -> tuple[sql.Composed, list[Any]]:
+) -> tuple[sql.Composable, list[Any]]:
     """FROM/WHERE over the chunks of this model's modality (optionally one source) that have
     (``missing``) no vector yet."""
     params: list[Any] = [model.modality]
-    query = sql.SQL(
+    query: sql.Composable = sql.SQL(
         "FROM chunks c JOIN documents d ON d.id = c.document_id"
         " JOIN sources s ON s.id = d.source_id WHERE c.modality = %s"
     )

@@ -104,6 +104,7 @@ def _embed_query(
     query: SearchQuery,
     client: InferenceClient | None,
 ) -> _Embedded:
+    model: RegisteredModel | None
     if query.model is not None:
         # A model asked for by name must exist: that is a mistake to report, not to hide.
         try:

@@ -25,7 +25,7 @@ from garage.search.types import Mode
 @dataclass(frozen=True)
 class Plan:
     mode: Mode
-    statement: sql.Composable
+    statement: sql.Composed
     params: dict[str, Any]
 
 

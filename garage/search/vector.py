@@ -61,6 +61,8 @@ def session_settings(conn: psycopg.Connection[Any], candidates: int, *, filtered
 def vector_ctes(model: RegisteredModel, filters: Filters) -> sql.Composable:
     table = sql.Identifier(model.table)
     operator = sql.SQL(model.operator)
+    order: sql.Composable
+    limit: sql.Composable
     if model.binary_quantization:
         # Nearest by Hamming distance on the index, then re-ranked by the full vectors.
         bits = sql.SQL("binary_quantize({col})::bit({dims})")

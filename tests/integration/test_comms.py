@@ -357,6 +357,48 @@ def test_text_models_never_embed_pictures(migrated_db: str, tmp_path: Path, llam
     assert embedded_images == 0
 
 
+def test_an_image_model_is_accepted_and_says_it_cannot_run_here(
+    migrated_db: str, tmp_path: Path, llama
+) -> None:  # type: ignore[no-untyped-def]
+    from garage.config import GarageConfig
+    from garage.embed import embed
+    from garage.embed.registry import registered_models
+    from garage.inference import EgressGuard, InferenceClient
+    from tests.conftest import llama_config
+
+    root = tmp_path / "Pictures"
+    root.mkdir()
+    (root / "IMG_0042.JPG").write_bytes(encode(photo(), "JPEG", exif=camera_exif()))
+    raw = llama_config(llama, sources=[{"name": "pics", "roots": [str(root)]}]).model_dump(
+        mode="json"
+    )
+    raw["embedding"]["models"].append(
+        {
+            "name": "clip-vit-b32",
+            "provider": "llama_server",
+            "host": llama.embed_url,
+            "model": "clip-vit-b32",
+            "dimensions": 512,
+            "modality": "image",
+        }
+    )
+    config = GarageConfig.model_validate(raw)
+    run_ingest(migrated_db, config, "pics")
+    with (
+        psycopg.connect(migrated_db, autocommit=True) as conn,
+        InferenceClient(EgressGuard.from_config(config)) as client,
+    ):
+        reports = {r.model: r for r in embed(conn, client, config)}
+        registered = {m.name: m.modality for m in registered_models(conn)}
+    assert registered["clip-vit-b32"] == "image"
+    image = reports["clip-vit-b32"]
+    assert (image.pending, image.vectors_written) == (1, 0)
+    assert any("no image embedding runs on this platform" in note for note in image.notes)
+    # The text model still skips the picture, and no table holds a vector for it.
+    assert reports[llama.embed_model].skipped_modality == 1
+    assert rows(migrated_db, "SELECT count(*) FROM emb_clip_vit_b32") == [(0,)]
+
+
 def test_heic_photo_from_a_phone(migrated_db: str, tmp_path: Path) -> None:
     import pillow_heif
 

@@ -33,7 +33,8 @@ _TERMS = sql.SQL(
 
 
 def bm25_ctes(filters: Filters) -> sql.Composable:
-    """BM25 over the maintained postings: one index range scan per query term."""
+    """BM25 over the maintained postings: per query term, one index-only count for its df,
+    then one index range scan for its postings."""
     return sql.SQL(
         """
         {terms},
@@ -42,22 +43,29 @@ def bm25_ctes(filters: Filters) -> sql.Composable:
                    sum(tokens)::float8 / nullif(sum(chunks), 0) AS avgdl
             FROM bm25_corpus
         ),
-        kw_postings AS (
-            -- df is the number of postings of the term: read here anyway, so never stored.
-            SELECT p.chunk_id, p.tf, p.dl, count(*) OVER (PARTITION BY p.term) AS df
-            FROM bm25_postings p
-            WHERE p.term IN (SELECT term FROM kw_terms)
+        kw_idf AS (
+            -- df is the number of postings of the term, counted here, never stored. Counted
+            -- per term first rather than as a window over the postings: a window buffers each
+            -- term's postings (past work_mem, on disk) before scoring one, and at 100k chunks
+            -- that took keyword queries from ~13 ms to ~22 ms at the median.
+            SELECT t.term, ln(1 + (k.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+            FROM kw_terms t CROSS JOIN kw_corpus k
+                 CROSS JOIN LATERAL (
+                     SELECT count(*)::float8 AS df FROM bm25_postings p WHERE p.term = t.term
+                 ) d
         ),
         kw AS (
             SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank, score
             FROM (
                 SELECT kp.chunk_id,
-                       sum(ln(1 + (k.n - kp.df + 0.5) / (kp.df + 0.5))
-                           * kp.tf * (%(k1)s::float8 + 1)
+                       sum(i.idf * kp.tf * (%(k1)s::float8 + 1)
                            / (kp.tf + %(k1)s::float8
                               * (1 - %(b)s::float8 + %(b)s::float8 * kp.dl / k.avgdl))
                        ) AS score
-                FROM kw_postings kp CROSS JOIN kw_corpus k {filter_from}
+                FROM kw_idf i CROSS JOIN kw_corpus k
+                     CROSS JOIN LATERAL (
+                         SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p WHERE p.term = i.term
+                     ) kp {filter_from}
                 GROUP BY kp.chunk_id
                 ORDER BY score DESC, kp.chunk_id
                 LIMIT %(candidates)s

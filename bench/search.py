@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/search.py [--chunks 100000] [--queries 200] [--database-url URL]
                                      [--keep] [--reuse DBNAME] [--base-vectors 2000]
+                                     [--derived-queries 40] [--ingest-chunks 2000]
                                      [--host http://127.0.0.1:18080] [--model all-minilm-l6-v2]
 
 Prints p50/p95 of ``garage.search`` for each mode side by side, end to end (the query embedded
@@ -14,7 +15,8 @@ chunk's transaction, or derived at query time? It prints (a) the ingest cost of 
 the same new chunks stored through ``store_document`` with the bm25 triggers enabled and
 disabled, alternately — and (b) keyword latency over the maintained postings against
 ``bm25_derived`` (tf and dl from ``unnest(tsv)`` of the matching chunks, N and avgdl from all
-chunks), side by side with a one-line conclusion.
+chunks; it takes seconds a query at 100k, hence ``--derived-queries``), side by side with a
+one-line conclusion.
 
 The corpus: every chunk's text is a real prose window of the Python documentation (Debian
 ``python3.11-doc``'s reST sources when cached under ~/.cache/garage/material, else the standard
@@ -574,16 +576,23 @@ def report(
         print(line + f"{r50:>11.2f}{r95:>11.2f}")
     p50 = percentile(timings[("end to end", "hybrid")], 50)
     p95 = percentile(timings[("end to end", "hybrid")], 95)
-    ratio = p50 / max(
-        percentile(timings[("end to end", "vector")], 50),
-        percentile(timings[("end to end", "keyword")], 50),
-    )
-    verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+
+    def ratio(part: str) -> float:
+        return percentile(timings[(part, "hybrid")], 50) / max(
+            percentile(timings[(part, "vector")], 50), percentile(timings[(part, "keyword")], 50)
+        )
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
     print(
         f"targets (end to end): hybrid p50 {p50:.1f} ms <= 30 {verdict(p50 <= 30)}; "
-        f"p95 {p95:.1f} ms <= 80 {verdict(p95 <= 80)}; "
-        f"hybrid/slower engine {ratio:.2f} <= 1.5 {verdict(ratio <= 1.5)}"
+        f"p95 {p95:.1f} ms <= 80 {verdict(p95 <= 80)}; hybrid/slower engine at p50 "
+        f"{ratio('end to end'):.2f} <= 1.5 {verdict(ratio('end to end') <= 1.5)} "
+        f"(database only: {ratio('database'):.2f}, {verdict(ratio('database') <= 1.5)})"
     )
+    # Why the end-to-end ratio exceeds the database one: hybrid pays the query's embedding
+    # and both legs, vector-only pays no keyword leg, keyword-only pays no embedding.
     embed = [
         e - d
         for e, d in zip(

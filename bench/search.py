@@ -47,7 +47,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +61,7 @@ from psycopg import sql
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from garage.config import GarageConfig  # noqa: E402
-from garage.db import resolve_url  # noqa: E402
+from garage.db import resolve_url, scalar  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
 from garage.embed import register_models  # noqa: E402
 from garage.embed.registry import RegisteredModel, configured_models, default_model  # noqa: E402
@@ -209,6 +209,13 @@ def make_queries(corpus: Corpus, count: int, seed: int) -> list[str]:
 # -- real vectors ---------------------------------------------------------------------------
 
 
+def embed_texts(
+    client: InferenceClient, model: RegisteredModel, texts: list[str]
+) -> list[list[float]]:
+    provider: Any = model.provider  # registry rows hold the provider as text
+    return client.embed(provider, model.host, model.model_id, texts).vectors
+
+
 class VectorCache:
     """Real vectors by sha256 of the text, one file per model, so reruns skip llama-server."""
 
@@ -232,10 +239,8 @@ class VectorCache:
             began = time.perf_counter()
             for i in range(0, len(missing), 32):
                 batch = missing[i : i + 32]
-                result = client.embed(
-                    model.provider, model.host, model.model_id, [t for _, t in batch]
-                )  # type: ignore[arg-type]
-                for (key, _), vector in zip(batch, result.vectors, strict=True):
+                vectors = embed_texts(client, model, [t for _, t in batch])
+                for (key, _), vector in zip(batch, vectors, strict=True):
                     self.vectors[key] = np.asarray(vector, dtype=np.float32)
                 done = i + len(batch)
                 if done % 320 == 0 or done == len(missing):
@@ -288,7 +293,7 @@ def with_database(url: str, name: str) -> str:
 
     params = conninfo_to_dict(url)
     params["dbname"] = name
-    return make_conninfo(**params)
+    return make_conninfo("", **params)
 
 
 def load(
@@ -423,12 +428,6 @@ def db_only(
     return hybrid.run(conn, plan, candidates=config.search.candidates, filtered=filters.active)
 
 
-def clock(call: Callable[[], object]) -> float:
-    began = time.perf_counter()
-    call()
-    return (time.perf_counter() - began) * 1000
-
-
 def measure_search(
     conn: psycopg.Connection[Any],
     config: GarageConfig,
@@ -477,9 +476,9 @@ def measure_keyword_variants(
             db_only(conn, config, model, "keyword", text, None, ranking)
     for i, text in enumerate(queries):
         for ranking in timings if i % 2 == 0 else reversed(list(timings)):
-            timings[ranking].append(
-                clock(lambda r=ranking, t=text: db_only(conn, config, model, "keyword", t, None, r))
-            )
+            began = time.perf_counter()
+            db_only(conn, config, model, "keyword", text, None, ranking)
+            timings[ranking].append((time.perf_counter() - began) * 1000)
         if (i + 1) % 25 == 0:
             stage(f"  {i + 1}/{len(queries)} queries, both rankings")
     return timings
@@ -568,11 +567,11 @@ def report(
     header = f"{'':22}" + "".join(f"{m + ' p50':>14}{m + ' p95':>14}" for m in MODES)
     print(header + f"{'ratio p50':>11}{'ratio p95':>11}")
     for part in ("end to end", "database"):
-        p50 = {m: percentile(timings[(part, m)], 50) for m in MODES}
-        p95 = {m: percentile(timings[(part, m)], 95) for m in MODES}
-        line = f"{part + ' (ms)':22}" + "".join(f"{p50[m]:>14.1f}{p95[m]:>14.1f}" for m in MODES)
-        r50 = p50["hybrid"] / max(p50["vector"], p50["keyword"])
-        r95 = p95["hybrid"] / max(p95["vector"], p95["keyword"])
+        at50 = {m: percentile(timings[(part, m)], 50) for m in MODES}
+        at95 = {m: percentile(timings[(part, m)], 95) for m in MODES}
+        line = f"{part + ' (ms)':22}" + "".join(f"{at50[m]:>14.1f}{at95[m]:>14.1f}" for m in MODES)
+        r50 = at50["hybrid"] / max(at50["vector"], at50["keyword"])
+        r95 = at95["hybrid"] / max(at95["vector"], at95["keyword"])
         print(line + f"{r50:>11.2f}{r95:>11.2f}")
     p50 = percentile(timings[("end to end", "hybrid")], 50)
     p95 = percentile(timings[("end to end", "hybrid")], 95)
@@ -642,7 +641,7 @@ def embed_cost(client: InferenceClient, model: RegisteredModel, texts: list[str]
     """Milliseconds per chunk to embed ``texts`` for real (uncached), in backfill's batches."""
     began = time.perf_counter()
     for i in range(0, len(texts), 32):
-        client.embed(model.provider, model.host, model.model_id, texts[i : i + 32])  # type: ignore[arg-type]
+        embed_texts(client, model, texts[i : i + 32])
     return (time.perf_counter() - began) * 1000 / len(texts)
 
 
@@ -725,13 +724,13 @@ def main() -> None:
             with psycopg.connect(url, autocommit=True) as conn:
                 model = default_model(conn, "text")
                 assert model is not None, f"{name} has no registered text model"
-                chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
+                chunks = int(scalar(conn, "SELECT count(*) FROM chunks"))
                 with timed(f"searching: {len(queries)} queries x {len(MODES)} modes"):
                     timings = measure_search(conn, config, client, model, queries, query_vectors)
                 some = queries[: args.derived_queries]
                 with timed(f"keyword: maintained postings vs derived, {len(some)} queries"):
                     keyword = measure_keyword_variants(conn, config, model, some)
-                postings = conn.execute("SELECT count(*) FROM bm25_postings").fetchone()[0]  # type: ignore[index]
+                postings = int(scalar(conn, "SELECT count(*) FROM bm25_postings"))
             probe = corpus.windows(args.ingest_chunks, seed=4)
             with timed(
                 f"ingest: {args.ingest_chunks} chunks x {args.ingest_rounds} rounds each way"
@@ -763,12 +762,9 @@ def searchable_queries(server: str, corpus: Corpus, count: int) -> list[str]:
     with psycopg.connect(server, autocommit=True) as conn:
         while len(out) < count:
             for query in make_queries(corpus, count, seed):
-                if (
-                    query not in out
-                    and conn.execute(
-                        "SELECT length(to_tsvector('english', %s)) > 0", (query,)
-                    ).fetchone()[0]
-                ):  # type: ignore[index]
+                if query not in out and scalar(
+                    conn, "SELECT length(to_tsvector('english', %s)) > 0", (query,)
+                ):
                     out.append(query)
                 if len(out) == count:
                     break

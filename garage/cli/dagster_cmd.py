@@ -62,14 +62,39 @@ def _pid(home: Path) -> int | None:
     return pid
 
 
+def group_members(pgid: int) -> list[int]:
+    """The live processes of a process group, zombies left out.
+
+    A killed process stays a zombie until its parent reaps it, and a detached session's
+    parent is init, which may take its time; ``killpg(pgid, 0)`` still succeeds on those, so
+    /proc is read instead where it exists.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone between the listing and the read
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
 def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return bool(group_members(pgid))
 
 
 def _answers(url: str) -> bool:
@@ -168,6 +193,9 @@ def down_cmd(obj: GarageContext, as_json: bool) -> None:
             time.sleep(0.5)
         if _group_alive(pid):
             os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while _group_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
         stopped = True
     (home / PID_FILE).unlink(missing_ok=True)
     if as_json:

@@ -17,6 +17,7 @@ import dagster as dg
 import psycopg
 from psycopg import sql
 
+from garage.cli.dagster_cmd import group_members
 from tests.integration.ingest_helpers import write_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,9 +127,4 @@ def test_up_backfill_materialize_down(migrated_db: str, pg_server_url: str, tmp_
             )
     assert json.loads(down.stdout)["stopped"] is True
     # Nothing of the session `garage up` started is left: webserver, daemon, code servers.
-    try:
-        os.killpg(int(up["pid"]), 0)  # type: ignore[call-overload]
-        survivors = True
-    except ProcessLookupError:
-        survivors = False
-    assert not survivors
+    assert group_members(int(up["pid"])) == []  # type: ignore[call-overload]

@@ -1,0 +1,45 @@
+"""Retrieval quality measures over a judged collection: nDCG@k and recall@k.
+
+Search returns chunks; a judged collection judges documents. ``document_ranking`` turns a hit
+list into the ranking of documents it implies (each document at the rank of its best chunk),
+which is what the measures read. Binary or graded judgments both work: a judgment maps a
+document to its gain (0 or absent means not relevant).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+
+def document_ranking(document_ids: Iterable[str]) -> list[str]:
+    """Documents in the order of their first hit, each once."""
+    seen: dict[str, None] = {}
+    for document in document_ids:
+        seen.setdefault(document, None)
+    return list(seen)
+
+
+def dcg(gains: Sequence[float]) -> float:
+    """Discounted cumulative gain, the linear-gain form trec_eval uses: gain / log2(rank + 1)."""
+    return sum(gain / math.log2(rank + 2) for rank, gain in enumerate(gains))
+
+
+def ndcg_at(k: int, ranking: Sequence[str], judgments: Mapping[str, float]) -> float:
+    """nDCG@k of ``ranking`` against the ideal ordering of every judged-relevant document."""
+    if k <= 0:
+        raise ValueError("k must be positive")
+    ideal = dcg(sorted((g for g in judgments.values() if g > 0), reverse=True)[:k])
+    if ideal == 0:
+        raise ValueError("a query with no relevant document cannot be scored")
+    return dcg([judgments.get(document, 0.0) for document in ranking[:k]]) / ideal
+
+
+def recall_at(k: int, ranking: Sequence[str], judgments: Mapping[str, float]) -> float:
+    """Share of the relevant documents found in the first ``k`` of ``ranking``."""
+    if k <= 0:
+        raise ValueError("k must be positive")
+    relevant = {document for document, gain in judgments.items() if gain > 0}
+    if not relevant:
+        raise ValueError("a query with no relevant document cannot be scored")
+    return len(relevant.intersection(ranking[:k])) / len(relevant)

@@ -33,6 +33,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import add_model_arguments, bench_config, with_database  # noqa: E402
 from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
@@ -80,14 +81,6 @@ def raw_round(host: str, model: str, chunks: list[str]) -> float:
         return len(chunks) / (time.perf_counter() - started)
 
 
-def with_database(url: str, name: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    params = conninfo_to_dict(url)
-    params["dbname"] = name
-    return make_conninfo(**params)
-
-
 def load_chunks(url: str, chunks: list[str]) -> None:
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
         source_id = conn.execute(
@@ -123,29 +116,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=640)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--database-url")
-    parser.add_argument("--host", default="http://127.0.0.1:18080")
-    parser.add_argument("--model", default="all-minilm-l6-v2")
-    parser.add_argument("--dimensions", type=int, default=384)
+    add_model_arguments(parser)
     args = parser.parse_args()
 
     chunks = real_chunks(args.chunks, args.host)
-    config = GarageConfig.model_validate(
-        {
-            "embedding": {
-                "default": "bench",
-                "models": [
-                    {
-                        "name": "bench",
-                        "provider": "llama_server",
-                        "host": args.host,
-                        "model": args.model,
-                        "dimensions": args.dimensions,
-                    }
-                ],
-            }
-        }
-    )
+    config = bench_config(args)
     server = args.database_url or resolve_url(config)
     name = f"garage_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as conn:

@@ -43,6 +43,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import add_model_arguments, bench_config, with_database  # noqa: E402
 from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
@@ -119,26 +120,9 @@ def write_corpus(root: Path, collection: Collection, distractors: list[str]) -> 
             target.write_bytes(page.read_bytes())
 
 
-def bench_config(args: argparse.Namespace, url: str, root: Path | None) -> GarageConfig:
+def quality_config(args: argparse.Namespace, url: str, root: Path | None) -> GarageConfig:
     sources = [{"name": "python-docs", "roots": [str(root)]}] if root else []
-    return GarageConfig.model_validate(
-        {
-            "database": {"url": url},
-            "sources": sources,
-            "embedding": {
-                "default": "bench",
-                "models": [
-                    {
-                        "name": "bench",
-                        "provider": "llama_server",
-                        "host": args.host,
-                        "model": args.model,
-                        "dimensions": args.dimensions,
-                    }
-                ],
-            },
-        }
-    )
+    return bench_config(args, database={"url": url}, sources=sources)
 
 
 def load(url: str, config: GarageConfig) -> None:
@@ -219,21 +203,18 @@ def measure(url: str, config: GarageConfig, collection: Collection) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database-url")
+    add_model_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--reuse", metavar="DBNAME", help="measure a kept database again")
-    parser.add_argument("--host", default="http://127.0.0.1:18080")
-    parser.add_argument("--model", default="all-minilm-l6-v2")
-    parser.add_argument("--dimensions", type=int, default=384)
     parser.add_argument("--distractors", default="howto,tutorial,reference")
     args = parser.parse_args()
 
     collection = faq_collection(material("python3.11-doc") / SOURCES / "faq")
-    server = args.database_url or resolve_url(bench_config(args, "", None))
+    server = args.database_url or resolve_url(bench_config(args))
     name = args.reuse or f"garage_quality_{uuid.uuid4().hex[:8]}"
-    url = psycopg.conninfo.make_conninfo(server, dbname=name)
+    url = with_database(server, name)
     if args.reuse:
-        measure(url, bench_config(args, url, None), collection)
+        measure(url, quality_config(args, url, None), collection)
         return
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -242,7 +223,7 @@ def main() -> None:
             root = Path(tmp) / "python-docs"
             distractors = [d for d in args.distractors.split(",") if d]
             write_corpus(root, collection, distractors)
-            config = bench_config(args, url, root)
+            config = quality_config(args, url, root)
             ensure_migrated(url)
             load(url, config)
             measure(url, config, collection)

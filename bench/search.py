@@ -60,6 +60,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import add_model_arguments, bench_config, with_database  # noqa: E402
 from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url, scalar  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
@@ -286,14 +287,6 @@ def derived_vectors(
 
 
 # -- loading --------------------------------------------------------------------------------
-
-
-def with_database(url: str, name: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    params = conninfo_to_dict(url)
-    params["dbname"] = name
-    return make_conninfo("", **params)
 
 
 def load(
@@ -663,30 +656,12 @@ def main() -> None:
         default=40,
         help="queries for the keyword comparison (the derived side takes seconds each at 100k)",
     )
-    parser.add_argument("--database-url")
+    add_model_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     parser.add_argument("--reuse", metavar="NAME", help="measure a kept database again")
-    parser.add_argument("--host", default="http://127.0.0.1:18080")
-    parser.add_argument("--model", default="all-minilm-l6-v2")
-    parser.add_argument("--dimensions", type=int, default=384)
     args = parser.parse_args()
 
-    config = GarageConfig.model_validate(
-        {
-            "embedding": {
-                "default": "bench",
-                "models": [
-                    {
-                        "name": "bench",
-                        "provider": "llama_server",
-                        "host": args.host,
-                        "model": args.model,
-                        "dimensions": args.dimensions,
-                    }
-                ],
-            }
-        }
-    )
+    config = bench_config(args)
     server = args.database_url or resolve_url(config)
     with timed("reading the real text"):
         corpus = Corpus(real_files())

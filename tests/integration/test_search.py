@@ -157,15 +157,21 @@ def test_two_hundred_candidates_come_back_at_default_settings(corpus: Corpus) ->
             assert f"{model.table}_hnsw" in plan
             # What a naive leg gets: pgvector's default ef_search of 40.
             assert len(conn.execute(raw, (literal,)).fetchall()) == 40
-        exact = [
-            r[0]
-            for r in conn.execute(
-                sql.SQL(
-                    "SELECT chunk_id FROM {} ORDER BY embedding <=> %s::vector, chunk_id LIMIT 200"
-                ).format(sql.Identifier(model.table)),
-                (literal,),
-            )
-        ]
+        with conn.transaction():
+            # The true nearest 200, by a full sort: without this the planner may still read the
+            # HNSW index under an incremental sort, and get its 40.
+            conn.execute("SET LOCAL enable_indexscan = off")
+            exact = [
+                r[0]
+                for r in conn.execute(
+                    sql.SQL(
+                        "SELECT chunk_id FROM {} ORDER BY embedding <=> %s::vector, chunk_id"
+                        " LIMIT 200"
+                    ).format(sql.Identifier(model.table)),
+                    (literal,),
+                )
+            ]
+        assert len(exact) == 200
         for filtered in (False, True):
             query = SearchQuery("x", mode="vector", sources=("docs",) if filtered else ())
             filters = search_filters.build(query)

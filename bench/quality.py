@@ -145,7 +145,6 @@ def load(url: str, config: GarageConfig) -> None:
 
 
 def measure(url: str, config: GarageConfig, collection: Collection) -> None:
-    uri_prefix = ""
     with psycopg.connect(url, autocommit=True) as conn:
         [root] = conn.execute("SELECT roots[1] FROM sources WHERE name = 'python-docs'").fetchone()  # type: ignore[misc]
         uri_prefix = Path(root).as_uri() + "/"

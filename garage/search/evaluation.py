@@ -14,10 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 def document_ranking(document_ids: Iterable[str]) -> list[str]:
     """Documents in the order of their first hit, each once."""
-    seen: dict[str, None] = {}
-    for document in document_ids:
-        seen.setdefault(document, None)
-    return list(seen)
+    return list(dict.fromkeys(document_ids))
 
 
 def dcg(gains: Sequence[float]) -> float:

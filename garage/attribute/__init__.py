@@ -54,9 +54,13 @@ class Identity:
 
     def is_self(self, name: str | None, email: str | None = None) -> bool:
         """Either the address or the name matches (case- and whitespace-insensitive): people
-        commit and send under several addresses, and a name alone is what documents carry."""
-        if email and _fold_email(email) in {_fold_email(own) for own in self.emails}:
-            return True
+        commit under several addresses, and a name alone is what documents carry."""
+        return self.is_self_address(email) or self.is_self_name(name)
+
+    def is_self_address(self, email: str | None) -> bool:
+        return bool(email) and _fold_email(email or "") in {_fold_email(e) for e in self.emails}
+
+    def is_self_name(self, name: str | None) -> bool:
         return bool(name and self.self_name and _fold(name) == _fold(self.self_name))
 
 
@@ -75,6 +79,17 @@ def _by_name(
     if identity.is_self(name, email):
         return Attribution(identity.self_name or name, "authored", signal, evidence)
     return Attribution(name, "received", signal, evidence)
+
+
+def _by_sender(name: str | None, email: str | None, identity: Identity) -> Attribution:
+    """A message's sender: its address decides. Anyone can put the owner's name in front of
+    their own address ("Jane Doe <someone-else@example.org>"); only a message with no address
+    at all falls back to the name."""
+    evidence: dict[str, object] = {"name": name, "email": email}
+    mine = identity.is_self_address(email) if email else identity.is_self_name(name)
+    if mine:
+        return Attribution(identity.self_name or name or email, "authored", "sender", evidence)
+    return Attribution(name or email, "received", "sender", evidence)
 
 
 def _listed(authors: tuple[GitAuthor, ...]) -> list[dict[str, object]]:
@@ -133,8 +148,7 @@ def attribute(
     if sender is not None:
         name, email = (part.strip() if part else None for part in sender)
         if name or email:
-            evidence: dict[str, object] = {"name": name, "email": email}
-            return _by_name(name or email or "", email, identity, "sender", evidence)
+            return _by_sender(name, email, identity)
         skipped.append({"signal": "sender", "why": "the message names no sender"})
     elif git is not None:
         found = git.lookup(path)
@@ -147,7 +161,7 @@ def attribute(
         cleaned = clean_author(embedded_author)
         field = author_field(path)
         if cleaned:
-            evidence = {"field": field, "value": cleaned}
+            evidence: dict[str, object] = {"field": field, "value": cleaned}
             return noted(_by_name(cleaned, None, identity, "metadata", evidence))
         why = "names a program or placeholder, not a person"
         skipped.append({"signal": "metadata", "field": field, "value": embedded_author, "why": why})

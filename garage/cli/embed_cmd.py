@@ -50,6 +50,7 @@ def embed_cmd(
     from garage.embed import embed
     from garage.inference import EgressGuard, InferenceClient
     from garage.inference.egress import note_allowlist
+    from garage.stopping import stop_on_sigterm
 
     config = obj.config()
     if source is not None:
@@ -57,7 +58,7 @@ def embed_cmd(
             config.source(source)
         except KeyError as error:
             raise click.ClickException(str(error.args[0])) from None
-    with user_errors(), inference_errors():
+    with user_errors(), inference_errors(), stop_on_sigterm() as stop:
         url = resolve_url(config)
         ensure_migrated(url)
         guard = EgressGuard.from_config(config)
@@ -72,12 +73,16 @@ def embed_cmd(
                 source=source,
                 limit=limit,
                 progress=progress,
+                stop=stop,
             )
     if as_json:
         echo_json([asdict(r) | {"chunks_per_second": r.chunks_per_second} for r in reports])
-        return
-    for report in reports:
-        click.echo(report.summary())
+    else:
+        for report in reports:
+            click.echo(report.summary())
+    if stop.requested:
+        # Stopped between batches by SIGTERM: what was embedded is kept, the rest waits.
+        sys.exit(143)
 
 
 class _bar:

@@ -11,6 +11,11 @@ from garage.config import SourceConfig
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
+# Exit statuses a script can act on (also in the README).
+EXIT_FAILED_FILES = 4  # the walk finished, but some files failed (each printed with its reason)
+EXIT_REFUSED = 3  # the deletion guard refused: run again with --force if the files are gone
+EXIT_STOPPED = 143  # stopped by SIGTERM between documents (128 + 15): incomplete, nothing deleted
+
 
 @click.command("ingest")
 @click.argument("source", required=False)
@@ -21,8 +26,15 @@ from garage.db.migrate import ensure_migrated
 def ingest_cmd(
     obj: GarageContext, source: str | None, limit: int | None, force: bool, as_json: bool
 ) -> None:
-    """Index SOURCE (default: every enabled source): new and changed files only."""
+    """Index SOURCE (default: every enabled source): new and changed files only.
+
+    Exit status: 0 when every run completed with no failed file; 4 when a run finished but
+    some files failed (each is printed with its reason, and the rest is indexed); 3 when the
+    deletion guard refused; 143 when stopped by SIGTERM (the run is incomplete and nothing was
+    deleted); 1 on an error that stopped the run.
+    """
     from garage.ingest import IngestError, ingest_source
+    from garage.stopping import stop_on_sigterm
 
     config = obj.config()
     if source is not None:
@@ -37,21 +49,27 @@ def ingest_cmd(
                 f"no sources in {obj.path}; add one with `garage sources add NAME FOLDER`"
             )
     reports = []
-    refused = False
-    with user_errors():
+    with user_errors(), stop_on_sigterm() as stop:
         url = resolve_url(config)
         ensure_migrated(url)
         with connect(url, autocommit=True) as conn:
             for item in sources:
+                if stop.requested:
+                    break
                 with _progress(item.name, quiet=as_json) as progress:
                     try:
                         report = ingest_source(
-                            conn, config, item, limit=limit, force=force, progress=progress
+                            conn,
+                            config,
+                            item,
+                            limit=limit,
+                            force=force,
+                            progress=progress,
+                            stop=stop,
                         )
                     except IngestError as error:
                         raise click.ClickException(str(error)) from None
                 reports.append(report)
-                refused = refused or report.deletion_refused is not None
                 if not as_json:
                     click.echo(report.summary())
                     for line in report.errors[:20]:
@@ -60,8 +78,12 @@ def ingest_cmd(
                         click.echo(f"  … and {len(report.errors) - 20} more", err=True)
     if as_json:
         echo_json([r.as_dict() for r in reports])
-    if refused:
-        sys.exit(3)
+    if stop.requested:
+        sys.exit(EXIT_STOPPED)
+    if any(r.deletion_refused is not None for r in reports):
+        sys.exit(EXIT_REFUSED)
+    if any(r.failed for r in reports):
+        sys.exit(EXIT_FAILED_FILES)
 
 
 class _progress:

@@ -23,6 +23,7 @@ from garage.embed.registry import (
     slugify,
 )
 from garage.inference.client import InferenceClient
+from garage.stopping import StopSignal
 
 __all__ = [
     "BackfillReport",
@@ -54,8 +55,10 @@ def embed(
     source: str | None = None,
     limit: int | None = None,
     progress: Progress | None = None,
+    stop: StopSignal | None = None,
 ) -> list[BackfillReport]:
-    """Register the configured models, then backfill each (or those named) in turn."""
+    """Register the configured models, then backfill each (or those named) in turn; a
+    ``stop`` request ends the run after the batch in flight."""
     models = register_models(conn, config)
     if model_names:
         wanted = set(model_names)
@@ -67,18 +70,22 @@ def embed(
                 f"(models: {names})"
             )
         models = [m for m in models if m.name in wanted or m.slug in wanted]
-    reports = [
-        backfill(
-            conn,
-            client,
-            model,
-            source=source,
-            batch_size=config.embedding.batch_size,
-            limit=limit,
-            progress=progress,
+    reports = []
+    for model in models:
+        if stop is not None and stop.requested:
+            break
+        reports.append(
+            backfill(
+                conn,
+                client,
+                model,
+                source=source,
+                batch_size=config.embedding.batch_size,
+                limit=limit,
+                progress=progress,
+                stop=stop,
+            )
         )
-        for model in models
-    ]
     has_image_model = any(m.modality == "image" for m in registered_models(conn))
     if not has_image_model:
         for report in reports:

@@ -24,7 +24,9 @@ from psycopg import sql
 from garage.db.connect import scalar
 from garage.embed.registry import RegisteredModel, table_dimensions
 from garage.inference.client import InferenceClient
+from garage.inference.egress import COMMUNICATION, is_loopback
 from garage.inference.errors import InferenceError
+from garage.stopping import StopSignal
 
 Progress = Callable[[int], None]  # called with the number of chunks just embedded
 
@@ -42,9 +44,11 @@ class BackfillReport:
     vectors_written: int = 0
     skipped_modality: int = 0  # chunks of the other modality, in scope but not this model's
     skipped_blank: int = 0  # chunks with no text to embed
+    skipped_egress: int = 0  # communications the egress rule keeps from a non-loopback host
     truncated: int = 0
     batches: int = 0
     seconds: float = 0.0
+    stopped: str | None = None  # why the run ended before its last batch, when it did
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -57,6 +61,10 @@ class BackfillReport:
             f"({self.chunks_per_second:.1f} chunks/s), {self.truncated} truncated, "
             f"{self.skipped_modality} skipped by modality"
         )
+        if self.skipped_egress:
+            line += f", {self.skipped_egress} communications kept from a non-loopback host"
+        if self.stopped:
+            line += f" (stopped: {self.stopped})"
         return line + "".join(f"; {note}" for note in self.notes)
 
 
@@ -96,8 +104,13 @@ def backfill(
     batch_size: int = 64,
     limit: int | None = None,
     progress: Progress | None = None,
+    stop: StopSignal | None = None,
 ) -> BackfillReport:
-    """Embed the chunks ``model`` has no vector for. ``conn`` must be in autocommit mode."""
+    """Embed the chunks ``model`` has no vector for. ``conn`` must be in autocommit mode.
+
+    A ``stop`` request ends the run between batches (the batch in flight is written first).
+    Communications are never sent to a model host that is not loopback (the egress rule): with
+    such a host they are skipped and counted, and everything else is embedded."""
     report = BackfillReport(model.name, model.table, source)
     started = time.monotonic()
     actual = table_dimensions(conn, model)
@@ -144,6 +157,7 @@ def backfill(
         rows = conn.execute(select, [*params, after, want]).fetchall()
         return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]  # type: ignore[misc]
 
+    loopback = is_loopback(model.host)
     last_id = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="garage-embed") as pool:
         batch = fetch(last_id)
@@ -152,6 +166,10 @@ def backfill(
             blank = [row for row in batch if not row[1].strip()]
             work = [row for row in batch if row[1].strip()]
             report.skipped_blank += len(blank)
+            if not loopback:
+                held = [row for row in work if row[2] == COMMUNICATION]
+                work = [row for row in work if row[2] != COMMUNICATION]
+                report.skipped_egress += len(held)
             future: Future[Any] | None = None
             if work:
                 future = pool.submit(
@@ -186,6 +204,14 @@ def backfill(
                 if progress is not None:
                     progress(len(rows))
             batch = upcoming
+            if stop is not None and stop.requested and batch:
+                report.stopped = stop.reason
+                break
+    if report.skipped_egress:
+        report.notes.append(
+            f"{report.skipped_egress} communication chunks were not sent to {model.host}: "
+            "mail and chats go only to a model host on this machine"
+        )
     if report.skipped_blank:
         report.notes.append(f"{report.skipped_blank} blank chunks have nothing to embed")
     report.seconds = time.monotonic() - started

@@ -51,9 +51,16 @@ def decode(path: Path, data: bytes) -> tuple[str, str]:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             try:
-                return _normalise(data.decode(encoding)), encoding
+                text = data.decode(encoding)
             except UnicodeDecodeError as error:
                 raise ExtractionError(path, f"not valid {encoding} text ({error.reason})") from None
+            # A BOM says which encoding, not that the content is text: a NUL character is
+            # binary in any encoding (and PostgreSQL cannot store one in text).
+            if "\x00" in text:
+                raise ExtractionError(
+                    path, f"binary content (NUL characters in {encoding}), not text"
+                )
+            return _normalise(text), encoding
     for magic, what in _MAGIC:
         if data.startswith(magic):
             raise ExtractionError(path, f"binary content ({what}), not text")

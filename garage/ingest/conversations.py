@@ -16,29 +16,25 @@ nothing is deleted. Chats that vanished from a database that was read are delete
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from garage.attribute import Identity
 from garage.config import GarageConfig, SourceConfig
 from garage.ingest import state
-from garage.ingest.deletion import plan_deletions
 from garage.ingest.report import IngestReport
-from garage.ingest.store import DocumentRecord, NewChunk, delete_documents, store_document
+from garage.ingest.run import IngestError, IngestRun, Progress
+from garage.ingest.store import DocumentRecord, NewChunk, sha256_text, store_document
 from garage.messages import Chat, MessagesError, database_path, read_chat_database
+from garage.quality import exceeds_chunk_cap
+from garage.stopping import StopSignal
 
 log = logging.getLogger(__name__)
 
 EXTRACTOR, EXTRACTOR_VERSION = "messages", 1
 MESSAGE_CHUNKER = "message"
-
-Progress = Callable[[str, str], None]
 
 
 def ingest_messages(
@@ -49,11 +45,10 @@ def ingest_messages(
     limit: int | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    stop: StopSignal | None = None,
 ) -> IngestReport:
     """One pass over every ``chat.db`` of ``source``; ``limit`` caps the chats looked at (a
     limited run is incomplete and deletes nothing)."""
-    from garage.ingest.pipeline import IngestError
-
     databases = [database_path(root) for root in source.root_paths()]
     for database in databases:
         if not database.exists():
@@ -61,66 +56,55 @@ def ingest_messages(
                 f"source {source.name!r}: {database} does not exist (unmounted or moved?); "
                 "nothing was changed"
             )
-    notify = progress or (lambda event, path: None)
-    started = time.monotonic()
-    report = IngestReport(source=source.name)
-    source_id = state.upsert_source(conn, source)
-    known = state.known_documents(conn, source_id)
-    report.run_id = state.start_run(conn, source_id)
-    identity = Identity(config.identity.self_name, tuple(config.identity.emails))
-    authors = state.AuthorCache(conn)
-    seen: list[str] = []
-    notes: list[str] = []
-    completed = True
-    try:
-        for database in databases:
-            try:
-                chats = read_chat_database(database)
-            except MessagesError as error:
-                log.warning("%s", error)
-                report.errors.append(str(error))
-                report.failed += 1
-                completed = False
-                notify("failed", str(database))
-                continue
-            log.info("%s", chats.summary())
-            notes.append(chats.summary())
-            stat = database.stat()
-            for chat in chats.chats:
-                if limit is not None and report.seen >= limit:
-                    completed = False
-                    break
-                uri = f"{database}#{chat.guid}"
-                seen.append(uri)
-                report.seen += 1
-                event = _store_chat(
-                    conn,
-                    report,
-                    source_id,
-                    uri,
-                    chat,
-                    known.get(uri),
-                    stat,
-                    identity,
-                    authors,
-                    database,
-                )
-                notify(event, uri)
-    finally:
-        report.completed = completed
-        if completed:
-            _delete_vanished(conn, report, known, set(seen), config, force)
-        report.seconds = time.monotonic() - started
-        counts = {
-            key: getattr(report, key)
-            for key in (
-                "completed seen indexed stat_skipped unchanged rejected failed placeholders "
-                "deleted chunks_kept chunks_new chunks_deleted budget_files budget_bytes"
-            ).split()
-        }
-        counts["note"] = report.deletion_refused or "; ".join(notes)[:2000] or None
-        state.finish_run(conn, report.run_id, counts, seen)
-    return report
+    run = _MessagesRun(conn, config, source, progress, stop)
+    with run.concluding(force=force):
+        if _read_databases(run, databases, limit):
+            run.exhausted()
+    return run.report
+
+
+class _MessagesRun(IngestRun):
+    """A run whose row also notes what each chat.db held (chats, messages, orphans)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.notes: list[str] = []
+
+    def note(self) -> str | None:
+        return "; ".join(self.notes)[:2000] or None
+
+
+def _read_databases(run: _MessagesRun, databases: list[Path], limit: int | None) -> bool:
+    """Store every chat; True only when every database was read and every chat looked at."""
+    whole = True
+    for database in databases:
+        try:
+            chats = read_chat_database(database)
+        except MessagesError as error:
+            # Unread is not empty: nothing stored from it may be judged missing.
+            log.warning("%s", error)
+            run.report.errors.append(str(error))
+            run.report.failed += 1
+            run.incomplete(f"{database} could not be read")
+            run.progress("failed", str(database))
+            whole = False
+            continue
+        log.info("%s", chats.summary())
+        run.notes.append(chats.summary())
+        stat = database.stat()
+        for chat in chats.chats:
+            if run.check_stop():
+                run.incomplete(run.stop.reason or "stop requested")
+                return False
+            if limit is not None and run.report.seen >= limit:
+                run.incomplete(f"--limit {limit} reached")
+                return False
+            uri = f"{database}#{chat.guid}"
+            run.seen.append(uri)
+            run.report.seen += 1
+            with run.document(uri, f"{database} ({chat.title})"):
+                _store_chat(run, uri, chat, stat, database)
+    return whole
 
 
 def thread_chunks(chat: Chat, self_label: str) -> tuple[str, list[NewChunk]]:
@@ -149,20 +133,10 @@ def thread_chunks(chat: Chat, self_label: str) -> tuple[str, list[NewChunk]]:
     return "\n".join(lines), chunks
 
 
-def _store_chat(
-    conn: psycopg.Connection[Any],
-    report: IngestReport,
-    source_id: int,
-    uri: str,
-    chat: Chat,
-    known: state.KnownDocument | None,
-    stat: Any,
-    identity: Identity,
-    authors: state.AuthorCache,
-    database: Path,
-) -> str:
-    content, chunks = thread_chunks(chat, identity.self_name or "Me")
-    content_sha = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+def _store_chat(run: _MessagesRun, uri: str, chat: Chat, stat: Any, database: Path) -> None:
+    content, chunks = thread_chunks(chat, run.identity.self_name or "Me")
+    content_sha = sha256_text(content)
+    known = run.known.get(uri)
     if (
         known is not None
         and known.content_sha256 == content_sha
@@ -170,8 +144,14 @@ def _store_chat(
         and known.extractor_version == EXTRACTOR_VERSION
         and known.chunker == MESSAGE_CHUNKER
     ):
-        report.unchanged += 1
-        return "unchanged"
+        return run.count("unchanged", uri)
+    cap = run.config.limits.max_chunks_per_document
+    if exceeds_chunk_cap(len(chunks), cap):
+        # The same backstop as for files: no one document may dominate the index. The reason
+        # names the limit to raise for a thread the owner wants kept whole.
+        reason = f"{len(chunks)} messages, over limits.max_chunks_per_document ({cap})"
+        label = f"{database} ({chat.title})"
+        return run.remember(uri, label, "rejected", reason, None, None, drop_older=True)
     sent = sum(m.is_from_me for m in chat.messages)
     dates = [m.date for m in chat.messages if m.date is not None]
     # The thread is the owner's correspondence with the others in it; each message's own
@@ -193,12 +173,12 @@ def _store_chat(
         "first_date": min(dates).isoformat() if dates else None,
         "last_date": max(dates).isoformat() if dates else None,
     }
-    with conn.transaction():
+    with run.conn.transaction():
         author_id = None
         if peer is not None:
-            author_id = authors.id_for(peer, peer if "@" in peer else None, False)
+            author_id = run.authors.id_for(peer, peer if "@" in peer else None, False)
         record = DocumentRecord(
-            source_id=source_id,
+            source_id=run.source_id,
             uri=uri,
             corpus_class="communication",
             title=chat.title,
@@ -215,30 +195,8 @@ def _store_chat(
             attribution_signal="participants",
             attribution_evidence=evidence,
         )
-        result = store_document(conn, record, chunks)
-    report.indexed += 1
-    report.chunks_kept += result.chunks_kept
-    report.chunks_new += result.chunks_new
-    report.chunks_deleted += result.chunks_deleted
-    return "indexed"
-
-
-def _delete_vanished(
-    conn: psycopg.Connection[Any],
-    report: IngestReport,
-    known: dict[str, state.KnownDocument],
-    seen: set[str],
-    config: GarageConfig,
-    force: bool,
-) -> None:
-    plan = plan_deletions(
-        {uri: doc.id for uri, doc in known.items()},
-        seen,
-        ratio=config.limits.deletion_guard_ratio,
-    )
-    if plan.refused and not force:
-        report.deletion_refused = plan.reason
-        report.errors.append(plan.reason or "")
-        return
-    with conn.transaction():
-        report.deleted = delete_documents(conn, plan.document_ids)
+        result = store_document(run.conn, record, chunks)
+        if uri in run.outcomes:
+            state.clear_outcome(run.conn, run.source_id, uri)
+    run.add_chunk_counts(result.chunks_kept, result.chunks_new, result.chunks_deleted)
+    run.count("indexed", uri)

@@ -20,20 +20,18 @@ class DeletionPlan:
 
 
 def plan_deletions(
-    known: Mapping[str, int],
-    seen: set[str],
+    unseen: Mapping[str, int],
+    total: int,
     *,
     protected_prefixes: Iterable[str] = (),
     ratio: float = 0.25,
 ) -> DeletionPlan:
-    """Which known documents (uri -> id) are gone, and whether deleting them is allowed."""
+    """Which of the documents a completed walk did not see (uri -> id) are gone, out of the
+    source's ``total``, and whether deleting them is allowed."""
     prefixes = tuple(protected_prefixes)
     missing = [
-        doc_id
-        for uri, doc_id in known.items()
-        if uri not in seen and not (prefixes and uri.startswith(prefixes))
+        doc_id for uri, doc_id in unseen.items() if not (prefixes and uri.startswith(prefixes))
     ]
-    total = len(known)
     if total and missing and len(missing) / total > ratio:
         reason = (
             f"refusing to delete {len(missing)} of {total} documents "

@@ -13,20 +13,17 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from garage.chunk import chunker_for
 from garage.extract import ExtractionError, ExtractorSpec, extract_parts
 from garage.ingest import state
+from garage.ingest.run import IngestRun
 from garage.ingest.state import KnownDocument
 from garage.ingest.store import delete_documents, new_chunks, sha256_text
 from garage.materialize import is_placeholder
 from garage.quality import assess, exceeds_chunk_cap
 from garage.walk import WalkEntry
-
-if TYPE_CHECKING:
-    from garage.ingest.pipeline import _Run
 
 log = logging.getLogger(__name__)
 
@@ -36,19 +33,9 @@ def part_uri(file_uri: str, key: str) -> str:
     return f"{file_uri}#{quote(key, safe='@.-_+=$!~*()/:')}"
 
 
-def group_parts(known: dict[str, KnownDocument]) -> dict[str, dict[str, KnownDocument]]:
-    groups: dict[str, dict[str, KnownDocument]] = {}
-    for uri, document in known.items():
-        file_uri, hash_, _key = uri.partition("#")
-        if hash_ and file_uri.startswith("file:"):
-            groups.setdefault(file_uri, {})[uri] = document
-    return groups
-
-
-def handle_multipart(run: _Run, entry: WalkEntry, spec: ExtractorSpec) -> None:
+def handle_multipart(run: IngestRun, entry: WalkEntry, spec: ExtractorSpec) -> None:
     uri = entry.uri
     parts = run.parts.get(uri, {})
-    run.seen.append(uri)
     # Known parts count as seen until this file is read and found to lack them.
     run.seen.extend(parts)
     run.report.seen += 1
@@ -59,12 +46,16 @@ def handle_multipart(run: _Run, entry: WalkEntry, spec: ExtractorSpec) -> None:
         and p.chunker == chunker.signature
         for p in parts.values()
     )
-    if current and all(
-        p.mtime_ns == entry.mtime_ns and p.size_bytes == entry.size for p in parts.values()
+    # A message that failed to store has no row to compare: its file is read again until it
+    # stores (its outcome is cleared then).
+    if (
+        current
+        and uri not in run.files_with_failed_parts
+        and all(p.mtime_ns == entry.mtime_ns and p.size_bytes == entry.size for p in parts.values())
     ):
-        return run._count("stat_skipped", entry)
+        return run.count("stat_skipped", entry.path_str)
     if run.judged_before(entry, uri, spec):
-        return run._count("stat_skipped", entry)
+        return run.count("stat_skipped", entry.path_str)
     data = run.read(entry, uri, is_placeholder(entry))
     if data is None:
         return
@@ -73,16 +64,16 @@ def handle_multipart(run: _Run, entry: WalkEntry, spec: ExtractorSpec) -> None:
         with run.conn.transaction():
             for part in parts.values():
                 _refresh(run, part.id, entry, source_sha)
-        return run._count("unchanged", entry)
+        return run.count("unchanged", entry.path_str)
     try:
         documents = extract_parts(entry.path, data)
     except ExtractionError as error:
-        return run._fail(entry, uri, str(error), source_sha, spec.name, spec.version)
+        return run.fail(entry, uri, str(error), source_sha, spec)
     except Exception as error:  # an extractor bug must not stop the source
-        return run._crashed(entry, uri, error, source_sha, spec)
+        return run.crashed(entry, uri, error, source_sha, spec)
     if not documents:
         _drop(run, parts)
-        return run._reject(entry, uri, "no messages", source_sha, spec.name, spec.version)
+        return run.reject(entry, uri, "no messages", source_sha, spec)
 
     cap = run.config.limits.max_chunks_per_document
     stored: set[str] = set()
@@ -113,17 +104,20 @@ def handle_multipart(run: _Run, entry: WalkEntry, spec: ExtractorSpec) -> None:
             continue
         extraction_with_key = replace(extraction, metadata={**extraction.metadata, "part": key})
         chunks_new = new_chunks(chunks, chunker.signature)
-        run._store(entry, uri_of_part, extraction_with_key, source_sha, text, chunks_new)
+        # Each message is its own unit of failure too: a bad one costs only itself, and its
+        # older row (still listed in the file's parts) is kept rather than dropped below.
+        with run.document(uri_of_part, f"{entry.path_str}#{key}", source_sha256=source_sha):
+            run.store(entry, uri_of_part, extraction_with_key, source_sha, text, chunks_new)
         stored.add(uri_of_part)
     _drop(run, {u: d for u, d in parts.items() if u not in stored})
     if uri in run.outcomes:
         with run.conn.transaction():
             state.clear_outcome(run.conn, run.source_id, uri)
     if not stored:
-        run._count("rejected", entry)
+        run.count("rejected", entry.path_str)
 
 
-def _refresh(run: _Run, document_id: int, entry: WalkEntry, source_sha: str) -> None:
+def _refresh(run: IngestRun, document_id: int, entry: WalkEntry, source_sha: str) -> None:
     run.conn.execute(
         "UPDATE documents SET size_bytes = %s, mtime_ns = %s, source_sha256 = %s,"
         " updated_at = now() WHERE id = %s",
@@ -131,7 +125,7 @@ def _refresh(run: _Run, document_id: int, entry: WalkEntry, source_sha: str) -> 
     )
 
 
-def _drop(run: _Run, parts: dict[str, KnownDocument]) -> None:
+def _drop(run: IngestRun, parts: dict[str, KnownDocument]) -> None:
     """Delete parts the file no longer holds (a message expunged from the mbox)."""
     if not parts:
         return

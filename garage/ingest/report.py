@@ -25,6 +25,7 @@ class IngestReport:
     budget_files: int = 0
     budget_bytes: int = 0
     deletion_refused: str | None = None
+    stop_reason: str | None = None  # why a run did not complete (None when it did)
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)  # one line per problem, naming the file
 
@@ -44,5 +45,5 @@ class IngestReport:
             f"chunks {self.chunks_kept} kept / {self.chunks_new} new"
             f" / {self.chunks_deleted} deleted",
         ]
-        state = "complete" if self.completed else "partial"
+        state = "complete" if self.completed else f"partial: {self.stop_reason or 'stopped'}"
         return f"{self.source}: {', '.join(parts)} ({state}, {self.seconds:.1f}s)"

@@ -114,6 +114,16 @@ def record_outcome(
     )
 
 
+def refresh_outcome_stat(
+    conn: psycopg.Connection[Any], source_id: int, uri: str, size: int, mtime_ns: int
+) -> None:
+    conn.execute(
+        "UPDATE ingest_outcomes SET size_bytes = %s, mtime_ns = %s"
+        " WHERE source_id = %s AND uri = %s",
+        (size, mtime_ns, source_id, uri),
+    )
+
+
 def clear_outcome(conn: psycopg.Connection[Any], source_id: int, uri: str) -> None:
     conn.execute("DELETE FROM ingest_outcomes WHERE source_id = %s AND uri = %s", (source_id, uri))
 
@@ -147,22 +157,86 @@ def start_run(conn: psycopg.Connection[Any], source_id: int) -> int:
     return int(row["id"] if isinstance(row, dict) else row[0])
 
 
+def group_parts(known: dict[str, KnownDocument]) -> dict[str, dict[str, KnownDocument]]:
+    """The documents of multipart files (mbox messages), by the file's URI."""
+    groups: dict[str, dict[str, KnownDocument]] = {}
+    for uri, document in known.items():
+        file_uri, hash_, _key = uri.partition("#")
+        if hash_ and file_uri.startswith("file:"):
+            groups.setdefault(file_uri, {})[uri] = document
+    return groups
+
+
+_RUN_COUNTS = (
+    "completed seen indexed stat_skipped unchanged rejected failed placeholders deleted "
+    "chunks_kept chunks_new chunks_deleted budget_files budget_bytes"
+).split()
+
+
+def record_seen(conn: psycopg.Connection[Any], run_id: int, seen: list[str]) -> None:
+    """Every URI the walk yielded, once each. The caller owns the transaction."""
+    with conn.cursor() as cur:
+        with cur.copy("COPY ingest_seen (run_id, uri) FROM STDIN") as copy:
+            for uri in dict.fromkeys(seen):
+                copy.write_row((run_id, uri))
+
+
+def unseen_documents(
+    conn: psycopg.Connection[Any], source_id: int, run_id: int
+) -> tuple[dict[str, int], int]:
+    """The source's documents that run ``run_id`` did not see (uri -> id), and how many
+    documents the source has: what a deletion decision is made from."""
+    rows = conn.execute(
+        "SELECT d.uri, d.id FROM documents d WHERE d.source_id = %s AND NOT EXISTS"
+        " (SELECT 1 FROM ingest_seen s WHERE s.run_id = %s AND s.uri = d.uri)",
+        (source_id, run_id),
+    ).fetchall()
+    total = conn.execute(
+        "SELECT count(*) FROM documents WHERE source_id = %s", (source_id,)
+    ).fetchone()
+    assert total is not None
+    unseen = {}
+    for row in rows:
+        uri, doc_id = list(row.values()) if isinstance(row, dict) else list(row)
+        unseen[uri] = doc_id
+    count = total["count"] if isinstance(total, dict) else total[0]
+    return unseen, int(count)
+
+
+def forget_unseen_outcomes(conn: psycopg.Connection[Any], source_id: int, run_id: int) -> None:
+    """Outcomes of files a completed walk no longer found are forgotten (a message of an
+    mbox is kept while its file is there)."""
+    conn.execute(
+        "DELETE FROM ingest_outcomes o WHERE o.source_id = %s AND NOT EXISTS"
+        " (SELECT 1 FROM ingest_seen s WHERE s.run_id = %s"
+        "  AND s.uri IN (o.uri, split_part(o.uri, '#', 1)))",
+        (source_id, run_id),
+    )
+
+
+def prune_seen(conn: psycopg.Connection[Any], source_id: int, run_id: int) -> None:
+    """Once a run completed, the URIs earlier runs of its source saw decide nothing more."""
+    conn.execute(
+        "DELETE FROM ingest_seen WHERE run_id IN"
+        " (SELECT id FROM ingest_runs WHERE source_id = %s AND id < %s)",
+        (source_id, run_id),
+    )
+
+
 def finish_run(
-    conn: psycopg.Connection[Any], run_id: int, counts: dict[str, Any], seen: list[str]
+    conn: psycopg.Connection[Any], run_id: int, counts: dict[str, Any], stop_reason: str | None
 ) -> None:
-    with conn.transaction():
-        with conn.cursor() as cur:
-            with cur.copy("COPY ingest_seen (run_id, uri) FROM STDIN") as copy:
-                for uri in dict.fromkeys(seen):
-                    copy.write_row((run_id, uri))
-        conn.execute(
-            "UPDATE ingest_runs SET finished_at = now(), completed = %(completed)s,"
-            " seen_count = %(seen)s, indexed_count = %(indexed)s,"
-            " stat_skipped_count = %(stat_skipped)s, unchanged_count = %(unchanged)s,"
-            " rejected_count = %(rejected)s, failed_count = %(failed)s,"
-            " placeholder_count = %(placeholders)s, deleted_count = %(deleted)s,"
-            " chunks_kept = %(chunks_kept)s, chunks_new = %(chunks_new)s,"
-            " chunks_deleted = %(chunks_deleted)s, budget_files = %(budget_files)s,"
-            " budget_bytes = %(budget_bytes)s, note = %(note)s WHERE id = %(run_id)s",
-            {**counts, "run_id": run_id},
-        )
+    """Write the run's counts. The caller owns the transaction."""
+    values = {key: counts[key] for key in _RUN_COUNTS}
+    conn.execute(
+        "UPDATE ingest_runs SET finished_at = now(), completed = %(completed)s,"
+        " seen_count = %(seen)s, indexed_count = %(indexed)s,"
+        " stat_skipped_count = %(stat_skipped)s, unchanged_count = %(unchanged)s,"
+        " rejected_count = %(rejected)s, failed_count = %(failed)s,"
+        " placeholder_count = %(placeholders)s, deleted_count = %(deleted)s,"
+        " chunks_kept = %(chunks_kept)s, chunks_new = %(chunks_new)s,"
+        " chunks_deleted = %(chunks_deleted)s, budget_files = %(budget_files)s,"
+        " budget_bytes = %(budget_bytes)s, note = %(note)s, stop_reason = %(stop_reason)s"
+        " WHERE id = %(run_id)s",
+        {**values, "note": counts.get("note"), "stop_reason": stop_reason, "run_id": run_id},
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import garage.ingest.pipeline as pipeline
+import garage.ingest.run as run_module
 from garage.ingest import IngestError
 from tests.integration.ingest_helpers import (
     PROSE,
@@ -31,13 +31,13 @@ STDLIB = Path(os.__file__).parent
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every file ingest reads (a spy around the real read: the bytes still come from disk)."""
     seen: list[Path] = []
-    real = pipeline.read_bytes
+    real = run_module.read_bytes
 
     def spy(path: Path, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(path)
         return real(path, **kwargs)
 
-    monkeypatch.setattr(pipeline, "read_bytes", spy)
+    monkeypatch.setattr(run_module, "read_bytes", spy)
     return seen
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import FrameType
 
 
@@ -35,27 +35,33 @@ class Stopped(Exception):
 
 
 @contextmanager
-def stop_on_sigterm() -> Iterator[StopSignal]:
-    """Turn SIGTERM into a stop request for the duration of the block.
+def stop_on_signal(signum: int, reason: str) -> Iterator[StopSignal]:
+    """Turn ``signum`` into a stop request for the duration of the block.
 
-    A second SIGTERM, while the first is still being honoured, ends the process the default way:
-    whoever sends it twice means it. Outside the main thread (where Python cannot install
-    handlers) the signal is simply never requested.
+    A second signal, while the first is still being honoured, takes the signal's previous
+    course (for SIGTERM, the default: the process ends; whoever sends it twice means it).
+    Outside the main thread (where Python cannot install handlers) nothing is installed.
     """
     stop = StopSignal()
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
+    previous = signal.getsignal(signum)
 
-    def handler(signum: int, frame: FrameType | None) -> None:
+    def handler(number: int, frame: FrameType | None) -> None:
         if stop.requested:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.raise_signal(signal.SIGTERM)
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+            signal.raise_signal(signum)
             return
-        stop.request("terminated (SIGTERM)")
+        stop.request(reason)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    signal.signal(signum, handler)
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+
+
+def stop_on_sigterm() -> AbstractContextManager[StopSignal]:
+    """What ``kill``, systemd and ``garage down`` send, as a stop request."""
+    return stop_on_signal(signal.SIGTERM, "terminated (SIGTERM)")

@@ -4,12 +4,17 @@ One multi-asset, because one transaction per document covers both tables: a docu
 visible without its chunks.
 """
 
+import signal
+
 import dagster as dg
 
 from garage.ingest import IngestError, ingest_source
 from garage.ingest.totals import source_totals
+from garage.stopping import stop_on_signal
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
+
+TERMINATED = "run terminated in Dagster"
 
 
 class IngestConfig(dg.Config):
@@ -40,15 +45,22 @@ def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: Da
         source = garage_config.source(context.partition_key)
     except KeyError as error:
         raise dg.Failure(str(error.args[0])) from None
-    with database.connection() as conn:
+    # Terminating a run interrupts its worker with SIGINT, which Dagster turns into an exception
+    # wherever the worker is, a COMMIT included. Taken as a stop request instead, ingest
+    # finishes the document in hand, records the run as stopped, and only then is the run
+    # cancelled: the record says what happened, and nothing is deleted.
+    with database.connection() as conn, stop_on_signal(signal.SIGINT, TERMINATED) as stop:
         conn.autocommit = True
         try:
             report = ingest_source(
-                conn, garage_config, source, limit=config.limit, force=config.force
+                conn, garage_config, source, limit=config.limit, force=config.force, stop=stop
             )
         except IngestError as error:
             raise dg.Failure(str(error)) from None
         totals = source_totals(conn, source.name)
+    if stop.requested:
+        context.log.warning(report.summary())
+        raise dg.DagsterExecutionInterruptedError()
     context.log.info(report.summary())
     for line in report.errors[:50]:
         context.log.warning(line)

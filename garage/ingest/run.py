@@ -383,26 +383,35 @@ class IngestRun:
         report.seconds = time.monotonic() - self.started
         report.stop_reason = None if completed else (self._stop_reason or "stopped")
         try:
-            # One transaction: the seen record, the deletions it decides, and the run's row
-            # marked complete land together or not at all (a kill -9 here leaves the run
-            # incomplete and every document in place).
-            with self.conn.transaction():
-                assert report.run_id is not None
-                state.record_seen(self.conn, report.run_id, self.seen)
-                if completed:
-                    self._delete_unseen(force)
-                report.completed = completed
-                counts = report.as_dict() | {"note": report.deletion_refused or self.note()}
-                state.finish_run(self.conn, report.run_id, counts, report.stop_reason)
-                if completed:
-                    state.prune_seen(self.conn, self.source_id, report.run_id)
+            self._write_end(self.conn, completed, force)
         except Exception:
             report.completed = False
-            if report.stop_reason is not None:
-                # Already stopping on an error: that one is what the caller must see.
+            if report.stop_reason is None:
+                raise
+            # Stopping already, perhaps interrupted mid-statement: the connection may be in no
+            # state to say so. A new one can; and if that fails too, the run stays recorded as
+            # unfinished, which is the truth.
+            try:
+                with _reconnect(self.conn) as fresh:
+                    self._write_end(fresh, False, False)
+            except Exception:
                 log.exception("source %s: could not record the run", self.source.name)
-                return
-            raise
+
+    def _write_end(self, conn: psycopg.Connection[Any], completed: bool, force: bool) -> None:
+        report = self.report
+        assert report.run_id is not None
+        # One transaction: the seen record, the deletions it decides, and the run's row marked
+        # complete land together or not at all (a kill -9 here leaves the run incomplete and
+        # every document in place).
+        with conn.transaction():
+            state.record_seen(conn, report.run_id, self.seen)
+            if completed:
+                self._delete_unseen(force)
+            report.completed = completed
+            counts = report.as_dict() | {"note": report.deletion_refused or self.note()}
+            state.finish_run(conn, report.run_id, counts, report.stop_reason)
+            if completed:
+                state.prune_seen(conn, self.source_id, report.run_id)
 
     def note(self) -> str | None:
         """A line for the run's row beyond its counts; overridden by kinds that have one."""
@@ -424,6 +433,12 @@ class IngestRun:
             return
         self.report.deleted += delete_documents(self.conn, plan.document_ids)
         state.forget_unseen_outcomes(self.conn, self.source_id, self.report.run_id)
+
+
+def _reconnect(conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+    """A new autocommit connection to the same database, as the same user."""
+    info = conn.info
+    return psycopg.connect(info.dsn, password=info.password or None, autocommit=True)
 
 
 def _credited_email(evidence: dict[str, Any]) -> str | None:

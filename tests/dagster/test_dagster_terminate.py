@@ -116,7 +116,9 @@ def _run_story(home: Path, run_id: str) -> str:
     lines = [f"run {run_id}: {run.status if run else 'missing'}"]
     for event in events:
         lines.append(f"{event.dagster_event_type}: {event.message[:300]}")
-        error = getattr(event.dagster_event and event.dagster_event.event_specific_data, "error", None)
+        error = getattr(
+            event.dagster_event and event.dagster_event.event_specific_data, "error", None
+        )
         if error is not None:
             lines.append(error.to_string()[-1500:])
     return "\n".join(lines)

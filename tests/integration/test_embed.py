@@ -19,7 +19,7 @@ import pytest
 from garage.config import GarageConfig
 from garage.embed import DimensionMismatch, RegistryError, embed, register_models
 from garage.embed.registry import registered_models, table_dimensions
-from garage.inference import EgressGuard, EgressRefused, InferenceClient
+from garage.inference import EgressGuard, InferenceClient
 from tests.conftest import LlamaServers, llama_config
 from tests.integration.ingest_helpers import run_ingest
 from tests.material import material
@@ -205,13 +205,20 @@ def test_dimension_mismatch_and_incompatible_reregistration(
 def test_communications_never_reach_a_non_loopback_host(
     migrated_db: str, llama: LlamaServers, tmp_path: Path
 ) -> None:
+    """With a model host off this machine, communications are skipped and counted, and every
+    other chunk is still embedded (the backfill does not stop at the first mail)."""
     mail = tmp_path / "mail"
     mail.mkdir()
-    (mail / "note.txt").write_text("Dear Ana, the contract is attached. Kind regards, Ben. " * 5)
+    secret = "Dear Ana, the contract is attached. Kind regards, Ben. "
+    (mail / "note.txt").write_text(secret * 5)
+    notes = _tutorial(tmp_path / "notes", ["appetite", "interpreter"])
     remote = "http://192.0.2.10:8080"  # TEST-NET-1: never routed
     config = GarageConfig.model_validate(
         {
-            "sources": [{"name": "inbox", "roots": [str(mail)], "corpus_class": "communication"}],
+            "sources": [
+                {"name": "inbox", "roots": [str(mail)], "corpus_class": "communication"},
+                {"name": "notes", "roots": [str(notes)]},
+            ],
             "embedding": {
                 "default": "remote",
                 "models": [
@@ -227,15 +234,34 @@ def test_communications_never_reach_a_non_loopback_host(
         }
     )
     run_ingest(migrated_db, config, "inbox")
+    run_ingest(migrated_db, config, "notes")
+    sent: list[str] = []
+    real = httpx.Client(base_url=llama.embed_url, timeout=120)
 
-    def never(request: httpx.Request) -> httpx.Response:
-        pytest.fail(f"a communication was about to be sent to {request.url}")
+    def lan_host(request: httpx.Request) -> httpx.Response:
+        # A fake of the network to a LAN model host, written to its one contract: the request
+        # is answered by the real llama-server on loopback, so nothing leaves this machine.
+        body = json.loads(request.content)
+        if any(secret.strip() in text for text in body["input"]):
+            pytest.fail(f"a communication was about to be sent to {request.url}")
+        sent.extend(body["input"])
+        answer = real.post(request.url.path, content=request.content, headers=request.headers)
+        return httpx.Response(answer.status_code, content=answer.content)
 
-    client = InferenceClient(EgressGuard.from_config(config), transport=httpx.MockTransport(never))
-    with psycopg.connect(migrated_db, autocommit=True) as conn, client:
-        with pytest.raises(EgressRefused, match="communication"):
-            embed(conn, client, config)
-        assert conn.execute("SELECT count(*) FROM emb_remote").fetchone()[0] == 0  # type: ignore[index]
+    transport = httpx.MockTransport(lan_host)
+    client = InferenceClient(EgressGuard.from_config(config), transport=transport)
+    with psycopg.connect(migrated_db, autocommit=True) as conn, client, real:
+        [report] = embed(conn, client, config)
+        mail_chunks = _count(
+            migrated_db,
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE d.corpus_class = 'communication'",
+        )
+        note_chunks = _count(migrated_db, "SELECT count(*) FROM chunks") - mail_chunks
+        assert (report.skipped_egress, report.vectors_written) == (mail_chunks, note_chunks)
+        assert mail_chunks >= 1 and len(sent) == note_chunks
+        assert any("communication chunks were not sent" in note for note in report.notes)
+        assert _count(migrated_db, "SELECT count(*) FROM emb_remote") == note_chunks
 
 
 def test_killed_backfill_resumes_without_duplicates(

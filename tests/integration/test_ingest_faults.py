@@ -410,3 +410,31 @@ def test_a_thread_over_the_chunk_cap_is_rejected_with_the_limit_named(
     assert (report.indexed, report.rejected, report.completed) == (4, 1, True)
     [(reason,)] = rows(migrated_db, "SELECT reason FROM ingest_outcomes")
     assert "8 messages" in reason and "limits.max_chunks_per_document (5)" in reason
+
+
+def test_cli_prints_the_failed_file_and_exits_4(migrated_db: str, tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    folder = notes_folder(tmp_path / "notes", 3)
+    poison(folder / "poison.txt")
+    config = tmp_path / "cli.json"
+    config.write_text(json.dumps({"sources": [{"name": "notes", "roots": [str(folder)]}]}))
+    env = dict(
+        os.environ,
+        GARAGE_CONFIG=str(config),
+        GARAGE_DATABASE_URL=migrated_db,
+        GARAGE_DATA_DIR=str(tmp_path / "data"),
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "garage.cli", "ingest"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 4, result.stderr
+    assert "3 indexed" in result.stdout and "1 failed" in result.stdout
+    assert f"{folder / 'poison.txt'}: " in result.stderr and "NUL characters" in result.stderr

@@ -132,6 +132,19 @@ def test_sender_decides_mail_and_skips_git_and_metadata(tmp_path: Path) -> None:
     assert summary(address_only) == ("bob@x.example", "received", "sender")
 
 
+def test_a_senders_address_decides_not_the_name_in_front_of_it(tmp_path: Path) -> None:
+    message = tmp_path / "1.eml"
+    message.write_text("From: x")
+    # Anyone can write the owner's name in front of their own address.
+    spoofed = run(message, sender=("Jane Doe", "someone-else@x.example"))
+    assert summary(spoofed) == ("Jane Doe", "received", "sender")
+    # The owner's address under any display name is the owner.
+    mine = run(message, sender=("Work account", "J.DOE@work.example"))
+    assert summary(mine) == ("Jane Doe", "authored", "sender")
+    # With no address at all, the name is all there is.
+    assert summary(run(message, sender=("Jane Doe", None))) == ("Jane Doe", "authored", "sender")
+
+
 def test_a_sender_with_neither_name_nor_address_falls_to_the_path(tmp_path: Path) -> None:
     root = tmp_path / "mail"
     message = root / "Received" / "1.eml"

@@ -83,6 +83,13 @@ def test_decoding_utf8_bom_utf16_and_windows_1252() -> None:
     assert md(b"classic\rmac\rfile\r", "mac.txt").text == "classic\nmac\nfile\n"
 
 
+def test_a_bom_does_not_make_nul_characters_text() -> None:
+    """UTF-16 with a BOM holding U+0000: PostgreSQL cannot store it, and it is not text."""
+    data = ("\ufeffA note\x00 with a NUL " * 10).encode("utf-16-le")
+    with pytest.raises(ExtractionError, match=r"^poison\.txt: binary content \(NUL characters"):
+        extract(Path("poison.txt"), data)
+
+
 def test_binary_content_behind_text_extensions_is_an_error() -> None:
     png = (material("python-docx") / "features/steps/test_files/monty-truth.png").read_bytes()
     with pytest.raises(ExtractionError, match=r"^monty-truth\.md: binary content \(a PNG image\)"):

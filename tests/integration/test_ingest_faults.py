@@ -4,6 +4,7 @@ wrappers around the real stages (named ``fault_*``), or are real database refusa
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -438,3 +439,30 @@ def test_cli_prints_the_failed_file_and_exits_4(migrated_db: str, tmp_path: Path
     assert result.returncode == 4, result.stderr
     assert "3 indexed" in result.stdout and "1 failed" in result.stdout
     assert f"{folder / 'poison.txt'}: " in result.stderr and "NUL characters" in result.stderr
+
+
+def test_a_rejected_file_touched_but_unchanged_is_not_extracted_again(
+    migrated_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = notes_folder(tmp_path / "notes", 2)
+    blank = folder / "blank.md"
+    blank.write_text("   \n\n  \n")
+    config = make_config(tmp_path, [{"name": "notes", "roots": [str(folder)]}])
+    assert run_ingest(migrated_db, config, "notes").rejected == 1
+    stat = blank.stat()
+    os.utime(blank, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    extracted: list[Path] = []
+    real = pipeline.extract
+
+    def spy(path: Path, data: bytes) -> Any:
+        extracted.append(path)
+        return real(path, data)
+
+    monkeypatch.setattr(pipeline, "extract", spy)
+    again = run_ingest(migrated_db, config, "notes")
+    # Read and hashed (the stat changed), found to be the bytes already judged: not extracted.
+    assert (again.unchanged, again.rejected, extracted) == (1, 0, [])
+    [(mtime,)] = rows(migrated_db, "SELECT mtime_ns FROM ingest_outcomes")
+    assert mtime == blank.stat().st_mtime_ns
+    # Next time the new stat alone decides it.
+    assert run_ingest(migrated_db, config, "notes").stat_skipped == 3

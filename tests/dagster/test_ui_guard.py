@@ -9,9 +9,11 @@ import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -19,11 +21,19 @@ import pytest
 from click.testing import CliRunner
 
 from garage.cli import cli
+from garage.cli.dagster_cmd import group_members
 
 ROOT = Path(__file__).resolve().parents[2]
 GARAGE = [sys.executable, "-m", "garage.cli"]
 WIPE = "mutation { wipeAssets(assetPartitionRanges: []) { __typename } }"
 LOCATION = "garage_assets.definitions"
+
+
+@dataclass(frozen=True)
+class ServedUI:
+    port: int
+    pid: int  # the session `garage up` started: webserver, daemon, code server
+    log: Path
 
 
 def _free_port() -> int:
@@ -33,8 +43,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """`garage up --detach` (SQLite storage: no database needed) on a free port; its port."""
+def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedUI]:
+    """`garage up --detach` (SQLite storage: no database needed) on a free port."""
     home = tmp_path_factory.mktemp("ui")
     config = home / "garage.json"
     config.write_text(json.dumps({"schedule": {"enabled": False, "watch": False}}))
@@ -51,7 +61,8 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     )  # fmt: skip
     assert up.returncode == 0, up.stderr[-3000:]
     try:
-        yield port
+        started = json.loads(up.stdout)
+        yield ServedUI(port, int(started["pid"]), Path(started["log"]))
     finally:
         down = subprocess.run(
             [*GARAGE, "down", "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -64,20 +75,20 @@ def _client(port: int) -> httpx.Client:
     return httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=30)
 
 
-def test_a_forged_host_is_refused_by_the_ui_and_graphql(ui: int) -> None:
-    forged = {"Host": f"attacker.example:{ui}"}
-    with _client(ui) as http:
+def test_a_forged_host_is_refused_by_the_ui_and_graphql(ui: ServedUI) -> None:
+    forged = {"Host": f"attacker.example:{ui.port}"}
+    with _client(ui.port) as http:
         assert http.get("/server_info").status_code == 200
-        assert http.get("/server_info", headers={"Host": f"localhost:{ui}"}).status_code == 200
+        assert http.get("/server_info", headers={"Host": f"localhost:{ui.port}"}).status_code == 200
         assert http.get("/server_info", headers=forged).status_code == 421
         assert http.get("/", headers=forged).status_code == 421
         response = http.post("/graphql", json={"query": "{ version }"}, headers=forged)
         assert response.status_code == 421
 
 
-def test_another_sites_requests_and_mutations_over_get_are_refused(ui: int) -> None:
-    with _client(ui) as http:
-        own = {"Origin": f"http://localhost:{ui}"}
+def test_another_sites_requests_and_mutations_over_get_are_refused(ui: ServedUI) -> None:
+    with _client(ui.port) as http:
+        own = {"Origin": f"http://localhost:{ui.port}"}
         assert http.post("/graphql", json={"query": "{ version }"}, headers=own).status_code == 200
         other = {"Origin": "http://attacker.example"}
         assert (
@@ -93,12 +104,12 @@ def test_another_sites_requests_and_mutations_over_get_are_refused(ui: int) -> N
         assert http.get("/graphql", params={"query": "{ version }"}).status_code == 200
 
 
-def test_a_websocket_from_another_site_is_refused(ui: int) -> None:
+def test_a_websocket_from_another_site_is_refused(ui: ServedUI) -> None:
     def handshake(origin: str) -> str:
-        with socket.create_connection(("127.0.0.1", ui), timeout=10) as conn:
+        with socket.create_connection(("127.0.0.1", ui.port), timeout=10) as conn:
             conn.sendall(
                 (
-                    f"GET /graphql HTTP/1.1\r\nHost: 127.0.0.1:{ui}\r\nUpgrade: websocket\r\n"
+                    f"GET /graphql HTTP/1.1\r\nHost: 127.0.0.1:{ui.port}\r\nUpgrade: websocket\r\n"
                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                     f"Sec-WebSocket-Protocol: graphql-ws\r\nOrigin: {origin}\r\n\r\n"
@@ -106,7 +117,7 @@ def test_a_websocket_from_another_site_is_refused(ui: int) -> None:
             )
             return conn.recv(1024).decode("latin-1").split("\r\n")[0]
 
-    assert " 101 " in handshake(f"http://127.0.0.1:{ui}")
+    assert " 101 " in handshake(f"http://127.0.0.1:{ui.port}")
     assert " 403 " in handshake("http://attacker.example")
 
 
@@ -131,12 +142,12 @@ def _page_text(url: str, profile: Path) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", text).split())
 
 
-def test_the_ui_loads_in_chromium_only_under_its_own_names(ui: int, tmp_path: Path) -> None:
+def test_the_ui_loads_in_chromium_only_under_its_own_names(ui: ServedUI, tmp_path: Path) -> None:
     for name in ("127.0.0.1", "localhost"):
         # The code locations page is filled by the UI's own GraphQL POSTs (Origin: this page).
-        text = _page_text(f"http://{name}:{ui}/deployment/locations", tmp_path / name)
+        text = _page_text(f"http://{name}:{ui.port}/deployment/locations", tmp_path / name)
         assert "Code locations" in text and LOCATION in text and "Loaded" in text, text[:500]
-    text = _page_text(f"http://attacker.example:{ui}/", tmp_path / "rebound")
+    text = _page_text(f"http://attacker.example:{ui.port}/", tmp_path / "rebound")
     assert "misdirected request" in text and LOCATION not in text
 
 
@@ -145,3 +156,28 @@ def test_the_ui_refuses_to_listen_beyond_loopback(tmp_path: Path) -> None:
     for host in ("0.0.0.0", "192.168.1.20", "::"):
         result = CliRunner().invoke(cli, ["up", "--sqlite", "--host", host], env=env)
         assert result.exit_code == 1 and "only on loopback" in result.output, result.output
+
+
+def test_the_code_server_socket_is_owner_only(ui: ServedUI) -> None:
+    """The webserver and the daemon reach the definitions' code server over a Unix socket in
+    /tmp; `garage up` creates it owner-only, so another account cannot ask it to run code."""
+    sockets = []
+    for pid in group_members(ui.pid):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--socket" in argv:
+            sockets.append(Path(argv[argv.index(b"--socket") + 1].decode()))
+    assert sockets, "no code server with a Unix socket in the session of `garage up`"
+    for path in sockets:
+        mode = path.stat().st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) & 0o077 == 0, (path, oct(mode))
+
+
+def test_the_ui_writes_no_access_log(ui: ServedUI) -> None:
+    """A URL can carry what a person searched for: the server does not keep them."""
+    with _client(ui.port) as http:
+        http.get("/server_info", params={"q": "zebra-whisper-in-a-url"})
+        http.get("/", headers={"Host": "attacker.example"}, params={"q": "zebra-whisper-in-a-url"})
+    assert "zebra-whisper-in-a-url" not in ui.log.read_text(errors="replace")

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
 
-Scope = dict[str, Any]
+Scope = MutableMapping[str, Any]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

@@ -114,7 +114,9 @@ def test_another_local_account_cannot_connect(
     pg_server_url: str, passfile: Path, other_account: str
 ) -> None:
     with psycopg.connect(pg_server_url) as conn:
-        socket_dir = str(conn.execute("SHOW unix_socket_directories").fetchone()[0])
+        row = conn.execute("SHOW unix_socket_directories").fetchone()
+    assert row is not None
+    socket_dir = str(row[0])
     port = _params(pg_server_url).get("port", "5432")
     # On Debian 12 the server runs in a Debian 13 root under the cache: its socket folder, as
     # the host sees it, is under that root.

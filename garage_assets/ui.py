@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -88,13 +87,24 @@ def daemon_beside(workspace: Path) -> Iterator[subprocess.Popen[bytes]]:
             daemon.wait()
 
 
-def _stop_when_gone(daemon: subprocess.Popen[bytes], stopping: threading.Event) -> None:
-    """A UI whose daemon died would look fine while no sensor or queued run ever moves: stop
-    the whole process instead (SIGTERM, which uvicorn handles as a clean shutdown)."""
-    code = daemon.wait()
-    if not stopping.is_set():
-        log.error("the Dagster daemon exited (status %s); stopping the UI", code)
-        os.kill(os.getpid(), signal.SIGTERM)
+class DaemonWatch:
+    """A UI whose daemon died would look fine while no sensor or queued run ever moves: when
+    the daemon exits on its own, the webserver is told to stop too (as Ctrl-C would), and the
+    process then exits with an error."""
+
+    def __init__(self, daemon: subprocess.Popen[bytes], server: Any):
+        self.daemon = daemon
+        self.server = server
+        self.stopping = threading.Event()  # set when the UI itself is stopping the daemon
+        self.died = threading.Event()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        code = self.daemon.wait()
+        if not self.stopping.is_set():
+            log.error("the Dagster daemon exited (status %s); stopping the UI", code)
+            self.died.set()
+            self.server.should_exit = True
 
 
 @contextlib.asynccontextmanager
@@ -128,9 +138,6 @@ def serve(host: str, port: int) -> None:
         instance = stack.enter_context(dg.DagsterInstance.get())
         workspace = stack.enter_context(code_server_workspace(instance))
         daemon = stack.enter_context(daemon_beside(workspace))
-        stopping = threading.Event()
-        stack.callback(stopping.set)  # runs first on the way out, before the daemon is told
-        threading.Thread(target=_stop_when_gone, args=(daemon, stopping), daemon=True).start()
         context = stack.enter_context(
             WorkspaceProcessContext(
                 instance,
@@ -138,8 +145,14 @@ def serve(host: str, port: int) -> None:
                 version=__version__,
             )
         )
+        app = guarded_app(context, host, port)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+        watch = DaemonWatch(daemon, server)
+        stack.callback(watch.stopping.set)  # runs first on the way out, before the daemon is told
         log.info("Dagster UI on http://%s:%s", host, port)
-        uvicorn.run(guarded_app(context, host, port), host=host, port=port, log_level="warning")
+        server.run()
+    if watch.died.is_set():
+        raise SystemExit(1)
 
 
 @click.command()

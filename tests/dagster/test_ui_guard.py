@@ -8,10 +8,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,3 +183,49 @@ def test_the_ui_writes_no_access_log(ui: ServedUI) -> None:
         http.get("/server_info", params={"q": "zebra-whisper-in-a-url"})
         http.get("/", headers={"Host": "attacker.example"}, params={"q": "zebra-whisper-in-a-url"})
     assert "zebra-whisper-in-a-url" not in ui.log.read_text(errors="replace")
+
+
+def test_the_ui_stops_when_its_daemon_dies(tmp_path: Path) -> None:
+    """No UI without its daemon (sensors and queued runs would silently stand still): the
+    webserver and the code server stop with it, and the process says so with status 1."""
+    (tmp_path / "garage.json").write_text(json.dumps({"schedule": {"enabled": False}}))
+    env = dict(
+        os.environ,
+        GARAGE_CONFIG=str(tmp_path / "garage.json"),
+        GARAGE_DATA_DIR=str(tmp_path / "data"),
+        DAGSTER_HOME=str(tmp_path / "dagster"),
+    )
+    init = subprocess.run(
+        [*GARAGE, "up", "--sqlite", "--init-only"], cwd=ROOT, env=env, capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert init.returncode == 0, init.stderr[-2000:]
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "garage_assets.ui", "--port", str(port)], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        with _client(port) as http:
+            for _ in range(240):
+                try:
+                    if http.get("/server_info").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
+        daemons = [
+            pid
+            for pid in group_members(process.pid)
+            if b"dagster._daemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+        assert len(daemons) == 1
+        os.kill(daemons[0], signal.SIGKILL)
+        assert process.wait(timeout=90) == 1
+        deadline = time.monotonic() + 60
+        while group_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert group_members(process.pid) == []
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)

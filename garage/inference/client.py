@@ -36,6 +36,7 @@ from garage.inference.errors import (
     ModelNotLoaded,
     ServerUnavailable,
 )
+from garage.inference.model_key import auth_headers, load_key
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ class InferenceClient:
         self.guard = guard
         self.retries = retries
         self.backoff = backoff
+        self._llama_key = load_key()  # see garage.inference.model_key
         # No proxies from the environment: a request for 127.0.0.1 must not take a detour.
         self._http = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=5.0), transport=transport, trust_env=False
@@ -291,10 +293,11 @@ class InferenceClient:
         model_id: str,
     ) -> dict[str, Any]:
         url = host.rstrip("/") + path
+        headers = auth_headers(provider, host, self._llama_key)
         attempt = 0
         while True:
             try:
-                response = self._http.request(method, url, json=body)
+                response = self._http.request(method, url, json=body, headers=headers)
             except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as error:
                 if attempt < self.retries:
                     time.sleep(self.backoff * 2**attempt)

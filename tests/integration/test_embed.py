@@ -20,6 +20,7 @@ from garage.config import GarageConfig
 from garage.embed import DimensionMismatch, RegistryError, embed, register_models
 from garage.embed.registry import registered_models, table_dimensions
 from garage.inference import EgressGuard, InferenceClient
+from garage.inference.model_key import auth_headers, load_key
 from tests.conftest import LlamaServers, llama_config
 from tests.integration.ingest_helpers import run_ingest
 from tests.material import material
@@ -245,7 +246,10 @@ def test_communications_never_reach_a_non_loopback_host(
         if any(secret.strip() in text for text in body["input"]):
             pytest.fail(f"a communication was about to be sent to {request.url}")
         sent.extend(body["input"])
-        answer = real.post(request.url.path, content=request.content, headers=request.headers)
+        # That host's server holds its own key; Garage never sends the local one off loopback.
+        assert "authorization" not in request.headers
+        headers = dict(request.headers) | auth_headers("llama_server", llama.embed_url, load_key())
+        answer = real.post(request.url.path, content=request.content, headers=headers)
         return httpx.Response(answer.status_code, content=answer.content)
 
     transport = httpx.MockTransport(lan_host)

@@ -260,7 +260,9 @@ def ask_messages(question: str, citations: Sequence[Citation]) -> list[Message]:
     blocks = []
     for c in citations:
         about = ", ".join(x for x in (c.source, c.corpus_class, c.author) if x)
-        blocks.append(f"[{c.number}] {c.title or c.uri} ({about})\n{c.excerpt}")
+        # "Excerpt [n]", not a bare "[n]" opening the line: a small model copies a bare one
+        # to the front of its answer as a list marker, whatever it then says.
+        blocks.append(f"Excerpt [{c.number}], from {c.title or c.uri} ({about}):\n{c.excerpt}")
     user = prompts.ASK_USER.format(excerpts="\n\n".join(blocks), question=question.strip())
     return [{"role": "system", "content": prompts.ASK_SYSTEM}, {"role": "user", "content": user}]
 
@@ -325,7 +327,9 @@ def _generate(
             for delta in model.stream(
                 ask_messages(question, citations),
                 corpus_classes={c.corpus_class for c in citations},
-                temperature=0.1,
+                # Greedy: an answer from excerpts gains nothing from sampling, and the same
+                # question then gets the same answer.
+                temperature=0.0,
                 max_tokens=answer_tokens,
                 cancel=cancel,
             ):

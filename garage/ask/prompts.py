@@ -6,29 +6,28 @@ from __future__ import annotations
 # garage.ask.citations recognises it (and its usual rewordings).
 NOT_IN_EXCERPTS = "Not in the excerpts."
 
-# Small models cite when the rule is concrete (a number after each sentence, with an example)
-# and repeated next to the question; "cite your sources" alone gets no [n] from a 1.5B model.
+# Small models cite when the rule is concrete (where the number goes) and repeated next to the
+# question; "cite your sources" alone gets no [n] from a 1.5B model. No example sentence: a
+# 1.5B model copies it into its answer.
 ASK_SYSTEM = f"""\
 You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
-excerpts from their private index and a question. Use only the excerpts, never your own \
-knowledge.
+excerpts from their private index and a question. Use only what the excerpts say, never your \
+own knowledge.
 
 Rules:
-- After each sentence, write the number of the excerpt it comes from in square brackets, \
-like [2], or [1][3] for two.
-- If the excerpts do not contain the answer, reply exactly: {NOT_IN_EXCERPTS}
+- End every sentence with the number of the excerpt it comes from, in square brackets: [1], \
+[2], and so on.
+- If no excerpt is about what the question asks, reply exactly: {NOT_IN_EXCERPTS}
 - Be brief: at most four sentences."""
 
 ASK_USER = (
     """\
-Excerpts:
-
 {excerpts}
 
 Question: {question}
 
-Answer from the excerpts only, with an excerpt number like [1] after each sentence. If they \
-do not contain the answer, reply exactly: """
+Answer from the excerpts only, ending each sentence with its excerpt number like [1]. If no \
+excerpt is about what the question asks, reply exactly: """
     + NOT_IN_EXCERPTS
 )
 

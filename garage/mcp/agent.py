@@ -25,6 +25,7 @@ request carries the classes the conversation holds, so the egress guard checks i
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -175,14 +176,24 @@ def reply_schema(tools: list[str] | None) -> dict[str, Any]:
     return {"anyOf": [call, answer]}
 
 
+# An answer object the reply-token limit cut off before its closing quote.
+_CUT_ANSWER = re.compile(r'^\{\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)\\?$', re.DOTALL)
+
+
 def answer_of(reply: str) -> str:
-    """The answer in a reply that is not a tool call: ``{"answer": ...}``'s text, or the
-    reply itself."""
+    """The answer in a reply that is not a tool call: ``{"answer": ...}``'s text (what there is
+    of it when the token limit cut it off), or the reply itself."""
     text = reply.strip()
     try:
         value = json.loads(text)
     except ValueError:
-        return text
+        cut = _CUT_ANSWER.match(text)
+        if cut is None:
+            return text
+        try:
+            return str(json.loads(f'"{cut.group(1)}"')).strip()
+        except ValueError:
+            return cut.group(1).strip()
     if isinstance(value, dict) and isinstance(value.get("answer"), str):
         return value["answer"].strip()
     return text
@@ -200,6 +211,8 @@ def parse_reply(reply: str) -> _Call | None:
     try:
         value, _ = json.JSONDecoder().raw_decode(text[start:])
     except json.JSONDecodeError as error:
+        if _CUT_ANSWER.match(text):
+            return None  # an answer cut off by the token limit is still the answer
         return _Call(None, {}, f"the reply is not valid JSON ({error.msg} at {error.pos})")
     if isinstance(value, dict) and "tool" not in value and isinstance(value.get("answer"), str):
         return None

@@ -240,7 +240,7 @@ def test_qwen_cites_the_excerpts_it_answers_from(corpus: McpCorpus, qwen_url: st
     assert result.cited and not result.unresolved and not result.not_in_excerpts
     # What it cites is the tutorial's page on errors, which the question is about.
     cited = [result.citations[n - 1] for n in result.cited]
-    assert any(c.uri.endswith("errors.rst.txt") for c in cited), [c.uri for c in cited]
+    assert any(c.uri.endswith("/errors.txt") for c in cited), [c.uri for c in cited]
 
 
 def test_qwen_says_when_the_excerpts_do_not_hold_the_answer(
@@ -264,7 +264,8 @@ def test_qwen_agent_replies_are_calls_or_answers(corpus: McpCorpus, qwen_url: st
         )  # fmt: skip
     finally:
         model.client.close()
-    # Constrained output: every reply the model wrote parsed as a call or an answer.
+    # Constrained output: every reply the model wrote parsed as a call or an answer (one cut
+    # off by the token limit included).
     assert all(step.tool is not None for step in result.steps), result.steps
     assert result.stopped in ("answer", "step_limit") and result.answer
     assert not result.answer.lstrip().startswith("{")

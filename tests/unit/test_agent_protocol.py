@@ -110,6 +110,10 @@ def test_an_answer_object_is_an_answer() -> None:
     assert parse_reply(reply) is None
     assert answer_of(reply) == "It was on May 3 [doc 12]."
     assert answer_of("Plain text answer.") == "Plain text answer."
+    # Cut off by the reply-token limit: still the answer, as far as it got.
+    cut = '{"answer": "The for loop iterates [doc 3]. It can \\"break\\" out early and'
+    assert parse_reply(cut) is None
+    assert answer_of(cut) == 'The for loop iterates [doc 3]. It can "break" out early and'
 
 
 def test_every_reply_is_constrained_to_a_call_or_an_answer() -> None:

@@ -97,6 +97,10 @@ class EmbeddingConfig(Section):
     default: str = "bge-m3"
     models: list[EmbeddingModelConfig] = Field(default_factory=_default_models)
     batch_size: int = Field(default=64, gt=0, le=1024)
+    # Tokens (estimated) per embedding request: what the server computes in one physical batch
+    # (scripts/llama starts its embedding server with -ub 4096). A request of 64 dense chunks
+    # can be 25k tokens and half a minute of work the server finishes even when Garage stopped.
+    batch_tokens: int = Field(default=4096, ge=256, le=1_000_000)
 
     @model_validator(mode="after")
     def _default_is_registered(self) -> EmbeddingConfig:

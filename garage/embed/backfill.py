@@ -82,9 +82,14 @@ def _scope(
         query += sql.SQL(" AND s.name = %s")
         params.append(source)
     if missing:
-        query += sql.SQL(" AND NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)").format(
-            sql.Identifier(model.table)
-        )
+        # A content chunk's vector goes in emb_<slug>, a fact chunk's in potential_fact_emb_<slug>
+        # (keyed on its fact): one anti-join over both, so facts need no embedding path of
+        # their own.
+        query += sql.SQL(
+            " AND CASE WHEN c.fact_id IS NULL"
+            " THEN NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)"
+            " ELSE NOT EXISTS (SELECT 1 FROM {} p WHERE p.fact_id = c.fact_id) END"
+        ).format(sql.Identifier(model.table), sql.Identifier(model.fact_table))
     return query, params
 
 
@@ -141,7 +146,7 @@ def backfill(
         return report
 
     select = (
-        sql.SQL("SELECT c.id, c.text, d.corpus_class ")
+        sql.SQL("SELECT c.id, c.text, d.corpus_class, c.fact_id ")
         + scope
         + sql.SQL(" AND c.id > %s ORDER BY c.id LIMIT %s")
     )
@@ -149,8 +154,15 @@ def backfill(
         "INSERT INTO {} (chunk_id, embedding, truncated) VALUES (%s, %s::vector, %s)"
         " ON CONFLICT (chunk_id) DO NOTHING"
     ).format(sql.Identifier(model.table))
+    # A fact deleted while its vector was computed takes nothing with it: the SELECT finds no
+    # row and nothing is inserted (a plain VALUES would fail the foreign key instead).
+    insert_fact = sql.SQL(
+        "INSERT INTO {} (fact_id, chunk_id, embedding, truncated)"
+        " SELECT f.id, %s, %s::vector, %s FROM facts f WHERE f.id = %s"
+        " ON CONFLICT (fact_id) DO NOTHING"
+    ).format(sql.Identifier(model.fact_table))
 
-    def fetch(after: int) -> list[tuple[int, str, str]]:
+    def fetch(after: int) -> list[tuple[int, str, str, int | None]]:
         want = batch_size if limit is None else min(batch_size, limit - report.vectors_written)
         if want <= 0:
             return []
@@ -196,8 +208,14 @@ def backfill(
                     (row[0], _vector_literal(vector), cut)
                     for row, vector, cut in zip(work, result.vectors, result.truncated, strict=True)
                 ]
+                facts = {row[0]: row[3] for row in work if row[3] is not None}
                 with conn.transaction(), conn.cursor() as cur:
-                    cur.executemany(insert, rows)
+                    content_rows = [r for r in rows if r[0] not in facts]
+                    fact_rows = [(*r, facts[r[0]]) for r in rows if r[0] in facts]
+                    if content_rows:
+                        cur.executemany(insert, content_rows)
+                    if fact_rows:
+                        cur.executemany(insert_fact, fact_rows)
                 report.vectors_written += len(rows)
                 report.truncated += sum(result.truncated)
                 report.batches += 1

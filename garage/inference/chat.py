@@ -53,6 +53,7 @@ class LocalChatModel:
         *,
         corpus_classes: Iterable[str] = (),
         json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> str:
@@ -63,6 +64,7 @@ class LocalChatModel:
             messages,
             corpus_classes=corpus_classes,
             json_schema=json_schema,
+            json_mode=json_mode,
             temperature=temperature,
             max_tokens=max_tokens,
         )

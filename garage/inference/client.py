@@ -217,10 +217,12 @@ class InferenceClient:
         *,
         corpus_classes: Iterable[str] = (),
         json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> str:
-        """The assistant's reply text. With a schema, the reply is JSON meant to match it."""
+        """The assistant's reply text. With a schema, the reply is JSON meant to match it;
+        ``json_mode`` asks for any JSON object (Ollama's ``format: "json"``)."""
         classes = frozenset(corpus_classes)
         self.guard.check(host, corpus_classes=classes, model_id=model_id)
         messages = [dict(m) for m in messages]
@@ -235,10 +237,12 @@ class InferenceClient:
                 body["options"] = options
             if json_schema is not None:
                 body["format"] = json_schema
+            elif json_mode:
+                body["format"] = "json"
             data = self._post(provider, host, "/api/chat", body, model_id, classes)
             content = (data.get("message") or {}).get("content")
         else:
-            if json_schema is not None and provider == "lmstudio":
+            if (json_schema is not None or json_mode) and provider == "lmstudio":
                 messages = _with_json_instruction(messages, json_schema)
             body = {"model": model_id, "messages": messages, "stream": False}
             if temperature is not None:
@@ -250,6 +254,8 @@ class InferenceClient:
                     "type": "json_schema",
                     "json_schema": {"name": "reply", "schema": json_schema},
                 }
+            elif json_mode and provider == "llama_server":
+                body["response_format"] = {"type": "json_object"}
             data = self._post(provider, host, "/v1/chat/completions", body, model_id, classes)
             choices = data.get("choices") or [{}]
             content = (choices[0].get("message") or {}).get("content")
@@ -358,11 +364,12 @@ def _error_of(data: Any, response: httpx.Response) -> tuple[str, str, dict[str, 
     return (response.text[:300] or response.reason_phrase), "", {}
 
 
-def _with_json_instruction(messages: list[Message], schema: dict[str, Any]) -> list[Message]:
-    instruction = (
-        "Reply with one JSON object only, no prose and no code fence, matching this JSON "
-        f"schema: {json.dumps(schema, separators=(',', ':'))}"
-    )
+def _with_json_instruction(messages: list[Message], schema: dict[str, Any] | None) -> list[Message]:
+    instruction = "Reply with one JSON object only, no prose and no code fence"
+    if schema is not None:
+        instruction += f", matching this JSON schema: {json.dumps(schema, separators=(',', ':'))}"
+    else:
+        instruction += "."
     if messages and messages[0].get("role") == "system":
         first = dict(messages[0])
         first["content"] = f"{first['content']}\n\n{instruction}"

@@ -134,14 +134,17 @@ class _Document:
     has_headers: bool  # a mail or a Messages thread: there are metadata facts to read
 
 
-def _documents(conn: psycopg.Connection[Any], source: str | None) -> list[_Document]:
+def _documents(
+    conn: psycopg.Connection[Any], source: str | None, ids: Sequence[int] | None = None
+) -> list[_Document]:
     rows = conn.execute(
         "SELECT d.id, s.name, d.corpus_class, d.content_sha256, length(d.content),"
         " (d.metadata ? 'chat_guid' AND d.metadata ? 'participants')"
         " OR (d.metadata ? 'message_id' AND d.metadata ? 'from')"
         " FROM documents d JOIN sources s ON s.id = d.source_id"
-        " WHERE %(source)s::text IS NULL OR s.name = %(source)s ORDER BY d.id",
-        {"source": source},
+        " WHERE (%(source)s::text IS NULL OR s.name = %(source)s)"
+        " AND (%(ids)s::bigint[] IS NULL OR d.id = ANY(%(ids)s)) ORDER BY d.id",
+        {"source": source, "ids": None if ids is None else list(ids)},
     ).fetchall()
     return [_Document(*(tuple(r.values()) if isinstance(r, dict) else tuple(r))) for r in rows]
 
@@ -160,6 +163,7 @@ def enrich_facts(
     progress: Progress | None = None,
     stop: StopSignal | None = None,
     schema_override: dict[str, Any] | None = None,
+    document_ids: Sequence[int] | None = None,
 ) -> EnrichReport:
     """Extract facts for the documents of ``source`` (default all). ``conn`` in autocommit.
 
@@ -196,7 +200,7 @@ def enrich_facts(
     keys = metadata_facts.PersonKeys(conn, config.identity.emails)
     try:
         worked = 0
-        for document in _documents(conn, source):
+        for document in _documents(conn, source, document_ids):
             if stop is not None and stop.requested:
                 report.stopped = stop.reason
                 break

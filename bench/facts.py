@@ -127,6 +127,8 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=20)
     parser.add_argument("--max-bytes", type=int, default=1600, help="largest file to pick")
     parser.add_argument("--max-char-buffer", type=int, default=1000)
+    parser.add_argument("--max-extractions", type=int, default=8, help="per chunk")
+    parser.add_argument("--max-tokens", type=int, default=768, help="per reply")
     parser.add_argument(
         "--database-url",
         default=os.environ.get("GARAGE_TEST_DATABASE_URL"),
@@ -155,7 +157,9 @@ def main() -> None:
                 "embedding": {"models": []},
                 "inference": {"provider": "llama_server", "model": model, "llama_host": host,
                               "timeout_seconds": 600},
-                "facts": {"prompts": [ENTITIES], "max_char_buffer": args.max_char_buffer},
+                "facts": {"prompts": [ENTITIES], "max_char_buffer": args.max_char_buffer,
+                          "max_extractions": args.max_extractions,
+                          "max_tokens": args.max_tokens},
             }
         )  # fmt: skip
         ensure_migrated(url)
@@ -189,6 +193,8 @@ def run(url: str, config: GarageConfig, kinds: dict[str, str]) -> list[dict[str,
                     "dropped": report.dropped_ungrounded,
                     "seconds": time.monotonic() - started,
                     "failed": report.failed,
+                    "requests": report.requests,
+                    "unparsed": report.unparsed_replies,
                 }
             classes = conn.execute(
                 "SELECT fact_class, count(*) FROM facts WHERE document_id = %s"
@@ -247,8 +253,9 @@ def print_table(rows: list[dict[str, Any]], model: str) -> None:
             + (", ".join(f"{c} {n}" for c, n in classes.most_common()) or "-")
         )
     failed = sum(r[p]["failed"] for r in rows for p in ("default", "entities"))
-    if failed:
-        print(f"{failed} prompt runs failed (see the log)")
+    requests = sum(r[p]["requests"] for r in rows for p in ("default", "entities"))
+    unparsed = sum(r[p]["unparsed"] for r in rows for p in ("default", "entities"))
+    print(f"{requests} model requests, {unparsed} replies that did not parse, {failed} failed")
 
 
 if __name__ == "__main__":

@@ -98,6 +98,7 @@ def build_potential_facts(automatic: bool | None = None) -> dg.AssetsDefinition:
                 "prompts": ", ".join(report.prompts),
                 "refused_egress": report.refused_egress,
                 "failed": report.failed,
+                "unparsed_replies": report.unparsed_replies,
                 "seconds": round(report.seconds, 2),
                 "chars_per_second": round(report.chars_per_second, 1),
                 "model": report.model or "none (metadata only)",

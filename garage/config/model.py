@@ -137,7 +137,10 @@ class FactsConfig(Section):
     # LangExtract's chunk size: how many characters of a document one prompt carries.
     max_char_buffer: int = Field(default=1000, ge=100, le=20000)
     # Cap on one reply: a small model that loops stops here instead of running for minutes.
-    max_tokens: int = Field(default=512, ge=16, le=8192)
+    max_tokens: int = Field(default=1024, ge=16, le=8192)
+    # At most this many extractions per chunk under a JSON schema: with max_tokens, what keeps
+    # a small model's reply finite and whole (a reply cut off at max_tokens does not parse).
+    max_extractions: int = Field(default=16, ge=1, le=100)
     cluster_restate_threshold: float = Field(default=0.92, ge=0, le=1)
     cluster_seed_threshold: float = Field(default=0.88, ge=0, le=1)
     cluster_threshold: float = Field(default=0.85, ge=0, le=1)

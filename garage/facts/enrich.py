@@ -65,6 +65,7 @@ class EnrichReport:
     refused_egress: int = 0  # communications not sent to a non-loopback model host
     failed: int = 0
     requests: int = 0
+    unparsed_replies: int = 0  # model replies that were not JSON: their text yielded nothing
     characters: int = 0  # of the documents read
     seconds: float = 0.0
     stopped: str | None = None
@@ -85,6 +86,11 @@ class EnrichReport:
             line += (
                 f"; {self.refused_egress} communications not sent to a model host that is not "
                 "on this machine"
+            )
+        if self.unparsed_replies:
+            line += (
+                f"; {self.unparsed_replies} of {self.requests} model replies did not parse "
+                "(raise facts.max_tokens if they were cut off)"
             )
         if self.failed:
             line += f"; {self.failed} failed"
@@ -303,7 +309,7 @@ def _enrich_document(
         model = GarageLanguageModel(
             chat,
             corpus_class=document.corpus_class,
-            schema=schema_override or _schema_for(prompt),
+            schema=schema_override or _schema_for(prompt, config.facts.max_extractions),
             max_tokens=config.facts.max_tokens,
         )
         try:
@@ -318,6 +324,7 @@ def _enrich_document(
             log.warning("document %s, prompt %s: %s", document.id, prompt.name, error)
             continue
         report.requests += result.requests
+        report.unparsed_replies += result.unparsed
         outcomes.append(
             PromptOutcome(
                 prompt.name,
@@ -342,10 +349,10 @@ def _enrich_document(
     return True
 
 
-def _schema_for(prompt: FactPrompt) -> dict[str, Any]:
+def _schema_for(prompt: FactPrompt, max_items: int) -> dict[str, Any]:
     attributes: dict[str, list[str]] = {}
     for example in prompt.examples:
         for extraction in example.extractions:
             keys = attributes.setdefault(extraction.fact_class, [])
             keys += [k for k in extraction.attributes if k not in keys]
-    return extraction_schema(prompt.classes or ("fact",), attributes)
+    return extraction_schema(prompt.classes or ("fact",), attributes, max_items=max_items)

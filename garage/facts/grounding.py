@@ -38,6 +38,7 @@ class PromptResult:
     dropped: int  # extractions that could not be located in the content
     seconds: float
     requests: int
+    unparsed: int = 0  # replies LangExtract could not parse: their chunk yielded nothing
 
 
 def _examples(prompt: FactPrompt) -> list[Any]:
@@ -116,7 +117,7 @@ def extract_prompt(
     from langextract.prompt_validation import PromptValidationLevel
 
     started = time.monotonic()
-    calls_before = model.calls
+    calls_before, unparsed_before = model.calls, model.unparsed
     annotated = lx.extract(
         text_or_documents=content,
         prompt_description=prompt.description,
@@ -138,5 +139,10 @@ def extract_prompt(
     if dropped:
         log.info("%s: %d extractions could not be located and were dropped", prompt.name, dropped)
     return PromptResult(
-        prompt, facts, dropped, time.monotonic() - started, model.calls - calls_before
+        prompt,
+        facts,
+        dropped,
+        time.monotonic() - started,
+        model.calls - calls_before,
+        model.unparsed - unparsed_before,
     )

@@ -18,6 +18,7 @@ How each server is asked for JSON:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -29,8 +30,10 @@ from garage.inference.client import EXTRACTION_TEMPERATURE, Message
 
 # Bounds that keep a small model's reply finite under the grammar.
 MAX_EXTRACTIONS = 16
-MAX_EXTRACTION_CHARS = 400
-MAX_ATTRIBUTE_CHARS = 200
+MAX_EXTRACTION_CHARS = 300
+# Attributes are short labels (a name, a kind, a date); a long one is a model rambling, and a
+# reply cut off at max_tokens does not parse at all.
+MAX_ATTRIBUTE_CHARS = 60
 
 _JSON_ONLY = (
     "Reply with one JSON object only: no reasoning, no prose and no code fence. Its key "
@@ -39,7 +42,10 @@ _JSON_ONLY = (
 
 
 def extraction_schema(
-    classes: Sequence[str], attributes: Mapping[str, Sequence[str]] | None = None
+    classes: Sequence[str],
+    attributes: Mapping[str, Sequence[str]] | None = None,
+    *,
+    max_items: int = MAX_EXTRACTIONS,
 ) -> dict[str, Any]:
     """The JSON schema of LangExtract's output envelope for these classes:
     ``{"extractions": [{"<class>": "<quoted text>", "<class>_attributes": {...}}, ...]}``.
@@ -72,9 +78,7 @@ def extraction_schema(
     item = items[0] if len(items) == 1 else {"anyOf": items}
     return {
         "type": "object",
-        "properties": {
-            "extractions": {"type": "array", "items": item, "maxItems": MAX_EXTRACTIONS}
-        },
+        "properties": {"extractions": {"type": "array", "items": item, "maxItems": max_items}},
         "required": ["extractions"],
         "additionalProperties": False,
     }
@@ -93,7 +97,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
         *,
         corpus_class: str,
         schema: dict[str, Any],
-        max_tokens: int = 512,
+        max_tokens: int = 1024,
     ):
         super().__init__()
         self.chat = chat
@@ -101,6 +105,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
         self.schema_dict = schema
         self.max_tokens = max_tokens
         self.calls = 0
+        self.unparsed = 0  # replies that are not JSON (cut off at max_tokens, or prose)
         # Our servers return bare JSON (a grammar, JSON mode or a firm instruction), so the
         # resolver should not look for a ```json fence.
         self.set_fence_output(False)
@@ -119,7 +124,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
         else:
             json_mode = True
         self.calls += 1
-        return self.chat.complete(
+        reply = self.chat.complete(
             messages,
             corpus_classes={self.corpus_class},
             json_schema=json_schema,
@@ -127,6 +132,13 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
             temperature=EXTRACTION_TEMPERATURE,
             max_tokens=self.max_tokens,
         )
+        # LangExtract drops such a chunk with a log line; counting it here lets the report
+        # say how much text went unread, rather than showing it as "no facts".
+        try:
+            json.loads(reply)
+        except ValueError:
+            self.unparsed += 1
+        return reply
 
     def infer(
         self, batch_prompts: Sequence[str], **kwargs: Any

@@ -42,13 +42,16 @@ def write_folder(root: Path) -> Path:
 
 
 def facts_config(llama: LlamaServers, folder: Path, database_url: str, **sections: Any) -> Any:
-    """Real servers; short chunks and replies so SmolLM2 answers in a second or two."""
+    """Real servers; short chunks and few extractions per reply, so SmolLM2's replies stay
+    short and whole even on a loaded machine (a few tokens a second)."""
     config = llama_config(
         llama,
         sources=[{"name": "mixed", "roots": [str(folder)]}],
         identity={"self_name": "Jane Doe", "emails": ["jane@example.org"]},
         **sections,
     )
-    facts = config.facts.model_copy(update={"max_char_buffer": 400, "max_tokens": 200})
+    facts = config.facts.model_copy(
+        update={"max_char_buffer": 400, "max_tokens": 400, "max_extractions": 3}
+    )
     database = config.database.model_copy(update={"url": database_url})
     return config.model_copy(update={"facts": facts, "database": database})

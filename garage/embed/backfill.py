@@ -31,6 +31,7 @@ from garage.inference.errors import InferenceError
 from garage.stopping import StopSignal
 
 Progress = Callable[[int], None]  # called with the number of chunks just embedded
+Row = tuple[int, str, str, str, int | None]  # chunk id, text, corpus class, text hash, fact id
 
 
 class DimensionMismatch(InferenceError):
@@ -86,9 +87,14 @@ def _scope(
         query += sql.SQL(" AND s.name = %s")
         params.append(source)
     if missing:
-        query += sql.SQL(" AND NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)").format(
-            sql.Identifier(model.table)
-        )
+        # A content chunk's vector goes in emb_<slug>, a fact chunk's in potential_fact_emb_<slug>
+        # (keyed on its fact): one anti-join over both, so facts need no embedding path of
+        # their own.
+        query += sql.SQL(
+            " AND CASE WHEN c.fact_id IS NULL"
+            " THEN NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)"
+            " ELSE NOT EXISTS (SELECT 1 FROM {} p WHERE p.fact_id = c.fact_id) END"
+        ).format(sql.Identifier(model.table), sql.Identifier(model.fact_table))
     return query, params
 
 
@@ -146,7 +152,7 @@ def backfill(
         return report
 
     select = (
-        sql.SQL("SELECT c.id, c.text, d.corpus_class, c.text_sha256 ")
+        sql.SQL("SELECT c.id, c.text, d.corpus_class, c.text_sha256, c.fact_id ")
         + scope
         + sql.SQL(" AND c.id > %s ORDER BY c.id LIMIT %s")
     )
@@ -154,6 +160,13 @@ def backfill(
         "INSERT INTO {} (chunk_id, embedding, truncated) VALUES (%s, %s::vector, %s)"
         " ON CONFLICT (chunk_id) DO NOTHING"
     ).format(sql.Identifier(model.table))
+    # A fact deleted while its vector was computed takes nothing with it: the SELECT finds no
+    # row and nothing is inserted (a plain VALUES would fail the foreign key instead).
+    insert_fact = sql.SQL(
+        "INSERT INTO {} (fact_id, chunk_id, embedding, truncated)"
+        " SELECT f.id, %s, %s::vector, %s FROM facts f WHERE f.id = %s"
+        " ON CONFLICT (fact_id) DO NOTHING"
+    ).format(sql.Identifier(model.fact_table))
 
     # The same text under the same model is the same vector: a chunk whose text some chunk
     # already has a vector for (a quoted mail, a copied file, a repeated licence header) gets a
@@ -170,7 +183,7 @@ def backfill(
         " ON CONFLICT (chunk_id) DO NOTHING RETURNING chunk_id"
     ).format(table=sql.Identifier(model.table))
 
-    def reuse_known(rows: list[tuple[int, str, str, str]]) -> set[int]:
+    def reuse_known(rows: list[Row]) -> set[int]:
         if not rows:
             return set()
         with conn.transaction():
@@ -179,7 +192,7 @@ def backfill(
             ).fetchall()
         return {next(iter(r.values())) if isinstance(r, dict) else r[0] for r in copied}
 
-    def fetch(after: int) -> list[tuple[int, str, str, str]]:
+    def fetch(after: int) -> list[Row]:
         """The next request's chunks: at most ``batch_size``, and no more than ``batch_tokens``
         estimated tokens (always at least one chunk)."""
         # Counted when read, not when written: the next batch is read before this one lands.
@@ -251,8 +264,14 @@ def backfill(
                 }
                 rows = [(row[0], *by_text[row[1]]) for row in work]
                 report.vectors_reused += len(work) - len(texts)
+                facts = {row[0]: row[4] for row in work if row[4] is not None}
                 with conn.transaction(), conn.cursor() as cur:
-                    cur.executemany(insert, rows)
+                    content_rows = [r for r in rows if r[0] not in facts]
+                    fact_rows = [(*r, facts[r[0]]) for r in rows if r[0] in facts]
+                    if content_rows:
+                        cur.executemany(insert, content_rows)
+                    if fact_rows:
+                        cur.executemany(insert_fact, fact_rows)
                 report.vectors_written += len(rows)
                 report.truncated += sum(cut for _, _, cut in rows)
                 report.batches += 1

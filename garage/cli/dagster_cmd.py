@@ -1,8 +1,9 @@
 """``garage dagster`` (also ``garage up``) and ``garage down``: the Dagster UI and daemon.
 
-``dagster dev`` runs the webserver and the daemon (sensors, schedules, the run queue) with
-``DAGSTER_HOME`` inside Garage's data directory. Its storage is the index's PostgreSQL server,
-in a database of its own, unless ``--sqlite`` asks for files under ``DAGSTER_HOME``.
+``garage_assets.ui`` runs the webserver (behind the loopback guard: Host and Origin checked)
+and the daemon (sensors, schedules, the run queue) with ``DAGSTER_HOME`` inside Garage's data
+directory. Its storage is the index's PostgreSQL server, in a database of its own, unless
+``--sqlite`` asks for files under ``DAGSTER_HOME``.
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ def _answers(url: str) -> bool:
 
 @click.command("dagster")
 @click.option("--sqlite", is_flag=True, help="Keep Dagster's state in SQLite under DAGSTER_HOME.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address the UI listens on.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Loopback address the UI listens on."
+)
 @click.option("--port", default=3000, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--detach", is_flag=True, help="Run in the background; stop with `garage down`.")
 @click.option(
@@ -126,6 +129,12 @@ def dagster_cmd(
     as_json: bool,
 ) -> None:
     """Start the Dagster UI and daemon (sensors, the hourly schedule, backfills)."""
+    from garage_assets.ui import NotLoopback, check_binding
+
+    try:
+        check_binding(host)
+    except NotLoopback as error:
+        raise click.ClickException(str(error)) from None
     config = obj.config()
     with user_errors():
         home, storage = prepare_instance(config, sqlite=sqlite)
@@ -135,10 +144,9 @@ def dagster_cmd(
         else:
             click.echo(str(home))
         return
-    url = f"http://{host}:{port}"
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     env = dict(os.environ, DAGSTER_HOME=str(home), GARAGE_CONFIG=str(obj.path.resolve()))
-    command = [sys.executable, "-m", "dagster", "dev", "-m", "garage_assets.definitions"]
-    command += ["-h", host, "-p", str(port)]
+    command = [sys.executable, "-m", "garage_assets.ui", "--host", host, "--port", str(port)]
     if not detach:
         click.echo(f"Dagster UI on {url} (DAGSTER_HOME={home}, {storage} storage); Ctrl-C stops")
         os.execve(sys.executable, command, env)

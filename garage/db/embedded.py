@@ -63,10 +63,34 @@ def status(data_dir: Path) -> EmbeddedStatus:
     return EmbeddedStatus(pgdata, False, None, None)
 
 
+def owner_only_socket(url: str, pgdata: Path) -> None:
+    """Keep the cluster's socket folder to the cluster's own account.
+
+    The wheel's cluster trusts every connection that reaches its Unix socket and listens on no
+    TCP address, so the socket folder's mode is the whole lock. The socket normally lives in
+    the data folder, which PostgreSQL keeps 0700. When that path is too long for a socket name
+    (about 100 bytes), the wheel puts it in a folder under the runtime directory instead and,
+    run as root, opens that folder to everyone (0777): closed again here.
+    """
+    from psycopg.conninfo import conninfo_to_dict
+
+    host = conninfo_to_dict(url).get("host")
+    if not host or not str(host).startswith("/"):
+        return
+    folder = Path(str(host))
+    if folder.resolve() == pgdata.resolve():
+        return
+    owner = pgdata.stat()
+    if os.geteuid() == 0:
+        os.chown(folder, owner.st_uid, owner.st_gid)  # the server still unlinks its socket
+    folder.chmod(0o700)
+
+
 def start(data_dir: Path) -> str:
     """Start (or reuse) the cluster; return its URL (a Unix-socket URI)."""
     current = status(data_dir)
     if current.running and current.url:
+        owner_only_socket(current.url, current.pgdata)
         return current.url
     get_server = _wheel().get_server
     pgdata = pgdata_dir(data_dir)
@@ -79,6 +103,7 @@ def start(data_dir: Path) -> str:
             f"the embedded PostgreSQL in {pgdata} did not start ({error}); see {pgdata / 'log'}"
         ) from error
     url: str = server.get_uri()
+    owner_only_socket(url, pgdata)
     log.info("embedded PostgreSQL running at %s", url)
     return url
 

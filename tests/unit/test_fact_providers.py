@@ -54,10 +54,10 @@ def test_gpt_oss_gets_a_json_only_instruction_instead_of_json_mode() -> None:
     assert "JSON" in body["messages"][0]["content"]
 
 
-def test_lm_studio_is_asked_in_the_prompt_never_json_object() -> None:
+def test_lm_studio_gets_the_json_schema_never_json_object() -> None:
     requests, result = _run("lmstudio", "google/gemma-3-4b")
     [(path, body)] = requests
-    assert path == "/v1/chat/completions" and "response_format" not in body
-    assert body["messages"][0]["role"] == "system"
-    assert '"extractions"' in body["messages"][0]["content"]
+    assert path == "/v1/chat/completions"
+    assert body["response_format"]["type"] == "json_schema"
+    assert "extractions" in body["response_format"]["json_schema"]["schema"]["properties"]
     assert len(result.facts) == 1  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ How each server is asked for JSON:
 - **Ollama**: JSON mode (``format: "json"``) at temperature 0.1, as LangExtract's own Ollama
   provider sent; GPT-OSS models get a JSON-only system instruction instead, because their
   reasoning channel does not survive JSON mode.
-- **LM Studio**: prompt-only (the schema in a system instruction): it refuses ``json_object``.
+- **LM Studio**: ``response_format`` with the JSON schema; it refuses ``json_object``.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
         if provider == "llama_server":
             json_schema = self.schema_dict
         elif provider == "lmstudio":
-            json_schema = self.schema_dict  # as response_format json_schema (never json_object)
+            json_schema = self.schema_dict  # response_format json_schema (never json_object)
         elif is_gpt_oss(self.chat.model):
             messages = [{"role": "system", "content": _JSON_ONLY}, *messages]
         else:

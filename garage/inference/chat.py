@@ -104,6 +104,18 @@ class LocalChatModel:
     ) -> str:
         """The whole reply. Streamed underneath, so the time limit and ``cancel`` stop the
         server's work too, not only the wait for it."""
+        if json_mode:
+            # Ollama's JSON mode (fact extraction): one plain request, no stream to cut short.
+            return self.client.chat(
+                self.provider,
+                self.host,
+                self.model,
+                messages,
+                corpus_classes=corpus_classes,
+                json_mode=True,
+                temperature=temperature,
+                max_tokens=max_tokens,
+            )
         return "".join(
             delta.text
             for delta in self.stream(

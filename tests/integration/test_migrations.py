@@ -37,6 +37,7 @@ EXPECTED_INDEXES = {
     "chunks_document_ord_idx",
     "chunks_fact_idx",
     "chunks_pkey",
+    "chunks_text_sha256_idx",
     "chunks_tsv_idx",
     "documents_author_idx",
     "documents_corpus_class_idx",

@@ -14,7 +14,8 @@ Sources, versions exact:
 - PyPI sdists: pypdf 7.1.1 (resources/: 72 PDFs, crazyones.txt), ocrmypdf 17.13.0 (a corrupt
   invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files),
   freediscovery 1.3.1 (five real fedora-devel-list posts, each a one-message mbox file).
-- PyPI wheel: gensim 4.4.0 (GloVe vectors, a stemmed token stream).
+- PyPI wheels: gensim 4.4.0 (GloVe vectors, a stemmed token stream); vega-datasets 0.9.0
+  (eight real CSV exports: airports, weather, stock prices, riots, employment).
 - "pptx-embedded-xlsx": the workbooks embedded in python-pptx's chart decks.
 - "logs": this machine's dpkg and apt logs, copied so tests read a stable snapshot.
 """
@@ -110,6 +111,19 @@ def _gensim(work: Path) -> Path:
     return work / "x"
 
 
+VEGA = "0.9.0"
+
+
+def _vega_datasets(work: Path) -> Path:
+    _pip("--only-binary", ":all:", f"vega-datasets=={VEGA}", cwd=work)
+    [wheel] = work.glob("vega_datasets-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.startswith("vega_datasets/_data/") and member.endswith(".csv"):
+                archive.extract(member, work / "x")
+    return work / "x" / "vega_datasets" / "_data"
+
+
 def _embedded_xlsx(work: Path) -> Path:
     out = work / "x"
     out.mkdir()
@@ -137,6 +151,7 @@ SOURCES: dict[str, Callable[[Path], Path]] = {
     "libpython3.11-testsuite": _debian("libpython3.11-testsuite"),
     "python3.11-doc": _debian("python3.11-doc"),
     "gensim": _gensim,
+    "vega-datasets": _vega_datasets,
     "pptx-embedded-xlsx": _embedded_xlsx,
     "logs": _logs,
 }

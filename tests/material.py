@@ -11,6 +11,8 @@ with the reason: tests never skip silently for want of their files.
 Sources, versions exact:
 - Debian: libpython3.11-testsuite and python3.11-doc 3.11.2-6+deb12u9 (mail, PEM keys, decimal
   test tables; 497 reStructuredText documentation sources).
+- Debian: debian-refcard 12.0 (the reference card, typeset by LaTeX: pypdf runs its words
+  together, PDFium does not).
 - PyPI sdists: pypdf 7.1.1 (resources/: 72 PDFs, crazyones.txt), ocrmypdf 17.13.0 (a corrupt
   invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files),
   freediscovery 1.3.1 (five real fedora-devel-list posts, each a one-message mbox file).
@@ -83,9 +85,9 @@ def _sdist(package: str) -> Callable[[Path], Path]:
     return fetch
 
 
-def _debian(package: str) -> Callable[[Path], Path]:
+def _debian(package: str, version: str = DEBIAN) -> Callable[[Path], Path]:
     def fetch(work: Path) -> Path:
-        spec = f"{package}={DEBIAN}"
+        spec = f"{package}={version}"
         try:
             _run("apt-get", "download", spec, cwd=work)
         except MaterialError:  # an old or missing package list: refresh it once
@@ -150,6 +152,7 @@ SOURCES: dict[str, Callable[[Path], Path]] = {
     **{name: _sdist(name) for name in SDISTS},
     "libpython3.11-testsuite": _debian("libpython3.11-testsuite"),
     "python3.11-doc": _debian("python3.11-doc"),
+    "debian-refcard": _debian("debian-refcard", "12.0"),
     "gensim": _gensim,
     "vega-datasets": _vega_datasets,
     "pptx-embedded-xlsx": _embedded_xlsx,

@@ -78,7 +78,7 @@ class ExtractionError(Exception):
 
 MARKDOWN = ExtractorSpec("markdown", 2, "markdown")
 TEXT = ExtractorSpec("text", 2, "prose")
-PDF = ExtractorSpec("pdf", 2, "prose")
+PDF = ExtractorSpec("pdf", 3, "prose")  # 3: scanned pages OCR'd, run-together words respaced
 DOCX = ExtractorSpec("docx", 2, "markdown")
 PPTX = ExtractorSpec("pptx", 2, "markdown")
 XLSX = ExtractorSpec("xlsx", 2, "markdown")

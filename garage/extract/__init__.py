@@ -88,12 +88,16 @@ EMLX = ExtractorSpec("emlx", 1, "prose", corpus_class="communication")
 MBOX = ExtractorSpec("mbox", 1, "prose", corpus_class="communication", multipart=True)
 IMAGE = ExtractorSpec("image", 1, "image")
 CSV = ExtractorSpec("csv", 1, "markdown")
+ODT = ExtractorSpec("odt", 1, "markdown")
+ODS = ExtractorSpec("ods", 1, "markdown")
+ODP = ExtractorSpec("odp", 1, "markdown")
 
 # Extractor name -> module under garage.extract.
 _MODULES = {
     "markdown": "text", "text": "text", "code": "text",
     "pdf": "pdf", "docx": "office", "pptx": "office", "xlsx": "office",
     "eml": "mail", "emlx": "mail", "mbox": "mail", "image": "image", "csv": "delimited",
+    "odt": "opendocument", "ods": "opendocument", "odp": "opendocument",
 }  # fmt: skip
 
 # Extension -> language. Names follow garage.chunk's separator table where it has the language
@@ -126,7 +130,7 @@ _TABLE: dict[str, ExtractorSpec] = {
     "asciidoc": TEXT,
     # Macro-enabled Office files are the same packages with a VBA part beside the content.
     "pdf": PDF, "docx": DOCX, "docm": DOCX, "pptx": PPTX, "pptm": PPTX, "xlsx": XLSX,
-    "xlsm": XLSX, "csv": CSV, "tsv": CSV, "tab": CSV,
+    "xlsm": XLSX, "csv": CSV, "tsv": CSV, "tab": CSV, "odt": ODT, "ods": ODS, "odp": ODP,
     "eml": EML, "emlx": EMLX, "mbox": MBOX,
     "png": IMAGE, "jpg": IMAGE, "jpeg": IMAGE, "tif": IMAGE, "tiff": IMAGE, "gif": IMAGE,
     "webp": IMAGE, "heic": IMAGE, "heif": IMAGE,

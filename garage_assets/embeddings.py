@@ -65,6 +65,7 @@ def embedding_asset(model: RegisteredModel) -> dg.AssetsDefinition:
         return dg.MaterializeResult(
             metadata={
                 "vectors_written": report.vectors_written,
+                "vectors_reused": report.vectors_reused,
                 "pending_at_start": report.pending,
                 "skipped_modality": report.skipped_modality,
                 "truncated": report.truncated,

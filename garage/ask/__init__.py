@@ -2,7 +2,15 @@
 
 ``ask`` runs the same retrieval as search, numbers the excerpts (each trimmed to ~1,200
 characters) and asks the local chat model to answer from them citing [n]. The result carries
-one Citation per excerpt the model was shown, so [n] resolves back to a document.
+one Citation per excerpt the model was shown, so [n] resolves back to a document, and says
+which of them the answer cites (``cited``), which numbers it wrote that name no excerpt
+(``unresolved``, dropped from the text), and whether the model said the excerpts do not hold
+the answer (``not_in_excerpts``).
+
+The prompt is fitted to the model's context in tokens (the server counts them when it can):
+fewer excerpts are shown rather than a prompt the server would refuse or cut. The answer is
+streamed (``on_text``), bounded by the model's wall-clock limit, and stops when ``cancel`` is
+set; ``on_progress`` hears how far it got.
 
 Privacy: every excerpt's corpus class passes the egress guard for the model's host before it
 goes into the prompt, and the request itself carries the classes of what it holds, so a
@@ -13,17 +21,21 @@ fill the limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 
 from garage.ask import prompts
+from garage.ask.citations import read_citations, says_not_in_excerpts
 from garage.config import GarageConfig
 from garage.inference import ContextExceeded, EgressRefused, LocalChatModel
 from garage.inference.client import Message
+from garage.inference.stream import GenerationStopped
 from garage.search import SearchHit, SearchQuery, search
 from garage.search.types import CorpusClass
 
@@ -35,6 +47,13 @@ MAX_ANSWER_TOKENS = 4096
 # What a model host that is not this machine may be shown.
 REMOTE_CLASSES: tuple[CorpusClass, ...] = ("document", "code")
 ALL_CLASSES: tuple[CorpusClass, ...] = ("document", "code", "communication")
+# Room left in the context for the chat template's own tokens around each message.
+TEMPLATE_TOKENS = 64
+MIN_EXCERPT_CHARS = 300
+
+# (progress, total, message): how far a call got, for clients that show it.
+Progress = Callable[[float, float | None, str], None]
+Finish = Literal["stop", "length", "time_limit"]
 
 
 @dataclass(frozen=True)
@@ -56,13 +75,19 @@ class Citation:
 class AskResult:
     question: str
     answer: str
-    citations: list[Citation]
+    citations: list[Citation]  # one per excerpt the model was shown
     model: str
     search_mode: str  # hybrid, or keyword when no embedding model was reachable
     degraded: str | None = None
     # Excerpts the egress guard kept from the model (communications for a host elsewhere).
     withheld: int = 0
     notes: list[str] = field(default_factory=list)
+    cited: list[int] = field(default_factory=list)  # the [n] the answer cites, first-cited first
+    unresolved: list[int] = field(default_factory=list)  # [n] it wrote that name no excerpt
+    not_in_excerpts: bool = False  # the model said the excerpts do not hold the answer
+    finish: Finish = "stop"  # "length": cut at max_tokens; "time_limit": stopped by the clock
+    first_token_ms: float | None = None  # from the request to the first piece of the answer
+    took_ms: float = 0.0  # the whole call, search included
 
 
 @dataclass(frozen=True)
@@ -125,8 +150,12 @@ def ask(
     corpus_classes: Sequence[str] = (),
     model: LocalChatModel,
     answer_tokens: int = ANSWER_TOKENS,
+    on_text: Callable[[str], None] | None = None,
+    on_progress: Progress | None = None,
+    cancel: threading.Event | None = None,
 ) -> AskResult:
     """Answer ``question`` from the index with the local chat model, citing [n]."""
+    started = time.monotonic()
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question: is empty")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_EXCERPTS:
@@ -135,6 +164,8 @@ def ask(
     # The host itself first: a model host the config does not name is refused outright.
     guard.check(model.host, model_id=model.model)
     classes, notes = allowed_classes(model, corpus_classes)
+    if on_progress:
+        on_progress(0, None, "searching the index")
     response = search(
         conn,
         config,
@@ -165,13 +196,45 @@ def ask(
             response.degraded,
             withheld,
             notes,
+            not_in_excerpts=True,
+            took_ms=_ms_since(started),
         )
-    answer, shown = _answer(model, question, hits, answer_tokens)
+    shown = fit_excerpts(model, question, hits, answer_tokens)
+    generated = _generate(model, question, hits, shown, answer_tokens, on_text, on_progress, cancel)
+    shown = generated.shown
     if len(shown) < len(hits):
         notes.append(f"{len(hits) - len(shown)} excerpt(s) left out to fit the model's context")
+    read = read_citations(generated.text, len(shown))
+    not_in = says_not_in_excerpts(read.text)
+    if read.unresolved:
+        names = ", ".join(f"[{n}]" for n in read.unresolved)
+        notes.append(f"the answer cited {names}, which name no excerpt: dropped")
+    if not read.cited and not not_in:
+        notes.append("the answer cites no excerpt")
+    if generated.finish == "time_limit":
+        notes.append(f"the answer was stopped at the time limit ({model.time_limit:g} s)")
+    elif generated.finish == "length":
+        notes.append(f"the answer was cut at {answer_tokens} tokens")
     return AskResult(
-        question, answer, shown, model.model, response.mode, response.degraded, withheld, notes
+        question,
+        read.text.strip(),
+        shown,
+        model.model,
+        response.mode,
+        response.degraded,
+        withheld,
+        notes,
+        cited=read.cited,
+        unresolved=read.unresolved,
+        not_in_excerpts=not_in,
+        finish=generated.finish,
+        first_token_ms=generated.first_token_ms,
+        took_ms=_ms_since(started),
     )
+
+
+def _ms_since(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)
 
 
 def _citations(hits: Sequence[SearchHit], excerpt_chars: int) -> list[Citation]:
@@ -197,33 +260,107 @@ def ask_messages(question: str, citations: Sequence[Citation]) -> list[Message]:
     blocks = []
     for c in citations:
         about = ", ".join(x for x in (c.source, c.corpus_class, c.author) if x)
-        blocks.append(f"[{c.number}] {c.title or c.uri} ({about})\n{c.excerpt}")
+        # "Excerpt [n]", not a bare "[n]" opening the line: a small model copies a bare one
+        # to the front of its answer as a list marker, whatever it then says.
+        blocks.append(f"Excerpt [{c.number}], from {c.title or c.uri} ({about}):\n{c.excerpt}")
     user = prompts.ASK_USER.format(excerpts="\n\n".join(blocks), question=question.strip())
     return [{"role": "system", "content": prompts.ASK_SYSTEM}, {"role": "user", "content": user}]
 
 
-def _answer(
+def prompt_tokens(model: LocalChatModel, messages: Sequence[Message], classes: set[str]) -> int:
+    """The messages' length in the model's tokens, with room for the chat template."""
+    text = "\n".join(m["content"] for m in messages)
+    return model.count_tokens(text, corpus_classes=classes) + TEMPLATE_TOKENS
+
+
+def fit_excerpts(
     model: LocalChatModel, question: str, hits: Sequence[SearchHit], answer_tokens: int
-) -> tuple[str, list[Citation]]:
-    """Ask the model; when the excerpts overflow its context, show fewer and try again."""
+) -> list[Citation]:
+    """As many of the best excerpts as fit the context with room for the answer: the
+    lowest-ranked go first; a lone excerpt still too long is shortened."""
+    budget = model.context_tokens() - answer_tokens
     count, excerpt_chars = len(hits), EXCERPT_CHARS
     while True:
         citations = _citations(hits[:count], excerpt_chars)
+        messages = ask_messages(question, citations)
+        used = prompt_tokens(model, messages, {c.corpus_class for c in citations})
+        if used <= budget:
+            return citations
+        if count > 1:
+            count -= 1
+        elif excerpt_chars > MIN_EXCERPT_CHARS:
+            excerpt_chars = max(MIN_EXCERPT_CHARS, excerpt_chars * budget // used - 20)
+        else:
+            return citations  # the question alone is too long: let the server say so
+
+
+@dataclass
+class _Generated:
+    text: str
+    shown: list[Citation]
+    finish: Finish
+    first_token_ms: float | None
+
+
+def _generate(
+    model: LocalChatModel,
+    question: str,
+    hits: Sequence[SearchHit],
+    shown: list[Citation],
+    answer_tokens: int,
+    on_text: Callable[[str], None] | None,
+    on_progress: Progress | None,
+    cancel: threading.Event | None,
+) -> _Generated:
+    """Stream the answer; should the server still refuse the prompt as too long (its count
+    and ours can differ), show fewer excerpts and try again."""
+    count, excerpt_chars = len(shown), EXCERPT_CHARS
+    while True:
+        citations = shown if count == len(shown) else _citations(hits[:count], excerpt_chars)
+        if on_progress:
+            on_progress(1, 2, f"asking {model.model} with {len(citations)} excerpt(s)")
+        pieces: list[str] = []
+        finish: Finish = "stop"
+        first_token_ms = None
+        asked = time.monotonic()
         try:
-            answer = model.complete(
+            for delta in model.stream(
                 ask_messages(question, citations),
                 corpus_classes={c.corpus_class for c in citations},
-                temperature=0.2,
+                # Greedy: an answer from excerpts gains nothing from sampling, and the same
+                # question then gets the same answer.
+                temperature=0.0,
                 max_tokens=answer_tokens,
-            )
-            return answer.strip(), citations
+                cancel=cancel,
+            ):
+                if delta.text:
+                    if first_token_ms is None:
+                        first_token_ms = _ms_since(asked)
+                    pieces.append(delta.text)
+                    if on_text:
+                        on_text(delta.text)
+                    if on_progress and len(pieces) % 16 == 0:
+                        done = min(len(pieces) / answer_tokens, 0.99)
+                        on_progress(1 + done, 2, f"{len(pieces)} pieces of the answer")
+                if delta.finish_reason == "length":
+                    finish = "length"
+        except GenerationStopped as stopped:
+            if stopped.reason != "time_limit":
+                raise
+            return _Generated(stopped.partial, citations, "time_limit", first_token_ms)
         except ContextExceeded:
+            if pieces:
+                raise
             if count > 1:
                 count = max(1, count // 2)
-            elif excerpt_chars > 300:
+                continue
+            if excerpt_chars > MIN_EXCERPT_CHARS:
                 excerpt_chars //= 2
-            else:
-                raise
+                continue
+            raise
+        if on_progress:
+            on_progress(2, 2, "answered")
+        return _Generated("".join(pieces), citations, finish, first_token_ms)
 
 
 def generate(

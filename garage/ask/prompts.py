@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
-ASK_SYSTEM = (
-    "You answer questions about the user's own files, notes, code, mail and chats, using only "
-    "the numbered excerpts from their private index that follow. Cite the excerpts you use "
-    "with their numbers in square brackets, like [1] or [2][3]. If the excerpts do not answer "
-    "the question, say so plainly instead of guessing."
-)
+# The one sentence the model is asked to give when the excerpts do not hold the answer;
+# garage.ask.citations recognises it (and its usual rewordings).
+NOT_IN_EXCERPTS = "Not in the excerpts."
 
-ASK_USER = "Excerpts:\n\n{excerpts}\n\nQuestion: {question}\n\nAnswer, citing excerpts as [n]:"
+# Small models cite when the rule is concrete (where the number goes) and repeated next to the
+# question; "cite your sources" alone gets no [n] from a 1.5B model. No example sentence: a
+# 1.5B model copies it into its answer.
+ASK_SYSTEM = f"""\
+You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
+excerpts from their private index and a question. Use only what the excerpts say, never your \
+own knowledge.
+
+Rules:
+- End every sentence with the number of the excerpt it comes from, in square brackets: [1], \
+[2], and so on.
+- If no excerpt is about what the question asks, reply exactly: {NOT_IN_EXCERPTS}
+- Be brief: at most four sentences."""
+
+ASK_USER = (
+    """\
+{excerpts}
+
+Question: {question}
+
+Answer from the excerpts only, ending each sentence with its excerpt number like [1]. If no \
+excerpt is about what the question asks, reply exactly: """
+    + NOT_IN_EXCERPTS
+)
 
 NO_EXCERPTS = "Nothing in the index matched the question, so there is nothing to answer from."
 
@@ -28,10 +48,11 @@ How to choose:
 - how big the index is: rag_stats
 - something written by one person: rag_search with authors=["Name"]
 
-To call a tool, reply with exactly one JSON object and nothing else:
+Every reply is one JSON object and nothing else. To call a tool:
 {{"tool": "rag_search", "arguments": {{"query": "..."}}}}
-The result comes back in the next message. When you can answer, reply in plain text (not \
-JSON), and cite documents as [doc N] using their document_id."""
+The result comes back in the next message. When you can answer:
+{{"answer": "..."}}
+and cite documents in the answer as [doc N] using their document_id."""
 
 AGENT_COMMUNICATIONS = ", mail and chats"
 
@@ -39,10 +60,10 @@ TOOL_RESULT = "Result of {tool}:\n{result}"
 
 TOOL_ERROR = (
     "Error: {error}\nFix the call and reply with one JSON object "
-    '{{"tool": ..., "arguments": {{...}}}}, or answer in plain text.'
+    '{{"tool": ..., "arguments": {{...}}}}, or answer with {{"answer": "..."}}.'
 )
 
 STEP_LIMIT = (
-    "You have used every tool call you may make. Answer the question now in plain text from "
-    "the results above, citing [doc N]."
+    "You have used every tool call you may make. Answer the question now from the results "
+    'above, as {"answer": "..."}, citing [doc N].'
 )

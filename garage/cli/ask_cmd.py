@@ -3,6 +3,7 @@ rag_agent."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 
 import click
@@ -51,8 +52,10 @@ def ask_cmd(
 ) -> None:
     """Answer QUESTION from the index with the local chat model, citing what it used.
 
-    Retrieval is the same as `garage search`; nothing leaves this machine except to the
-    configured local model host, and mail and chats only ever go to a model on this machine.
+    The answer is printed as the model writes it, then the excerpts it cites; --json prints
+    one object at the end instead. Retrieval is the same as `garage search`; nothing leaves
+    this machine except to the configured local model host, and mail and chats only ever go
+    to a model on this machine.
     """
     from garage.ask import AskResult, ask, chat_model
     from garage.inference import InferenceError
@@ -63,6 +66,17 @@ def ask_cmd(
 
     config = obj.config()
     text = " ".join(question)
+    streamed = False
+
+    def show(piece: str) -> None:
+        nonlocal streamed
+        streamed = True
+        click.echo(piece, nl=False)
+        sys.stdout.flush()
+
+    def report(progress: float, total: float | None, message: str) -> None:
+        click.echo(f"  {message}", err=True)
+
     with user_errors():
         runtime = Runtime.from_config(config)
         try:
@@ -71,28 +85,40 @@ def ask_cmd(
                     tools = CorpusTools(runtime, allow_communications=model.is_loopback)
                     result: AskResult | AgentResult = Agent(
                         tools, model, config, reply_tokens=max_tokens
-                    ).run(text, max_steps=max_steps, search_first=not no_search_first)
+                    ).run(
+                        text, max_steps=max_steps, search_first=not no_search_first,
+                        on_progress=None if as_json else report,
+                    )  # fmt: skip
                 else:
                     with runtime.reader() as conn:
                         result = ask(
                             conn, config, text, limit=limit, sources=sources,
                             corpus_classes=classes, model=model, answer_tokens=max_tokens,
+                            on_text=None if as_json else show,
                         )  # fmt: skip
         except (InferenceError, SearchError, ValueError) as error:
+            if streamed:
+                click.echo()
             raise click.ClickException(str(error)) from None
     if as_json:
         echo_json(asdict(result))
         return
-    click.echo(result.answer)
+    # Streamed already; a result with nothing streamed (no excerpts, a server that ignored
+    # `stream`) is printed whole.
+    click.echo("" if streamed else result.answer)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     if isinstance(result, AgentResult):
-        for step in result.steps:
-            outcome = "ok" if step.ok else f"error: {step.error}"
-            click.echo(f"  step {step.number}: {step.tool or '?'} {outcome}", err=True)
+        # Its steps were reported as they happened.
         lines = [f"[doc {c.document_id}] {c.title or c.uri} ({c.uri})" for c in result.citations]
     else:
-        lines = [f"[{c.number}] {c.title or c.uri} ({c.uri})" for c in result.citations]
+        # The excerpts the answer cites; all of them when it cites none.
+        cited = set(result.cited) or {c.number for c in result.citations}
+        lines = [
+            f"[{c.number}] {c.title or c.uri} ({c.uri})"
+            for c in result.citations
+            if c.number in cited
+        ]
     if lines:
         click.echo("\nSources:")
         for line in lines:

@@ -116,6 +116,12 @@ class InferenceConfig(Section):
     lmstudio_host: str = DEFAULT_LMSTUDIO_HOST
     llama_host: str = DEFAULT_LLAMA_HOST
     timeout_seconds: float = Field(default=120.0, gt=0)
+    # The wall-clock limit of one generation (a streamed answer, an agent's turn): past it the
+    # request is stopped and the server freed. A 1.5B model on 2 cores reads ~35 tokens/s.
+    generation_seconds: float = Field(default=300.0, gt=0)
+    # The context one request may fill, for servers that do not say (Ollama, LM Studio);
+    # llama-server's own /props wins when it answers.
+    context_tokens: int | None = Field(default=None, ge=256)
 
     def host_for(self, provider: Provider) -> str:
         return {

@@ -42,6 +42,7 @@ class BackfillReport:
     source: str | None
     pending: int = 0  # chunks without a vector when the run started
     vectors_written: int = 0
+    vectors_reused: int = 0  # of those, copied from a chunk with the same text: no model call
     skipped_modality: int = 0  # chunks of the other modality, in scope but not this model's
     skipped_blank: int = 0  # chunks with no text to embed
     skipped_egress: int = 0  # communications the egress rule keeps from a non-loopback host
@@ -58,7 +59,8 @@ class BackfillReport:
     def summary(self) -> str:
         line = (
             f"{self.model}: {self.vectors_written} vectors written to {self.table} "
-            f"({self.chunks_per_second:.1f} chunks/s), {self.truncated} truncated, "
+            f"({self.chunks_per_second:.1f} chunks/s; {self.vectors_reused} reused from chunks "
+            f"with the same text), {self.truncated} truncated, "
             f"{self.skipped_modality} skipped by modality"
         )
         if self.skipped_egress:
@@ -141,7 +143,7 @@ def backfill(
         return report
 
     select = (
-        sql.SQL("SELECT c.id, c.text, d.corpus_class ")
+        sql.SQL("SELECT c.id, c.text, d.corpus_class, c.text_sha256 ")
         + scope
         + sql.SQL(" AND c.id > %s ORDER BY c.id LIMIT %s")
     )
@@ -150,7 +152,31 @@ def backfill(
         " ON CONFLICT (chunk_id) DO NOTHING"
     ).format(sql.Identifier(model.table))
 
-    def fetch(after: int) -> list[tuple[int, str, str]]:
+    # The same text under the same model is the same vector: a chunk whose text some chunk
+    # already has a vector for (a quoted mail, a copied file, a repeated licence header) gets a
+    # copy of it instead of a model call. Only content chunks are copied into: the embedding
+    # input is exactly the chunk's text, which text_sha256 hashes.
+    copy_known = sql.SQL(
+        "INSERT INTO {table} (chunk_id, embedding, truncated)"
+        " SELECT x.id, known.embedding, known.truncated"
+        " FROM unnest(%s::bigint[], %s::text[]) AS x(id, sha)"
+        " JOIN chunks target ON target.id = x.id AND target.fact_id IS NULL"
+        " CROSS JOIN LATERAL (SELECT e.embedding, e.truncated FROM chunks same"
+        "   JOIN {table} e ON e.chunk_id = same.id"
+        "   WHERE same.text_sha256 = x.sha LIMIT 1) known"
+        " ON CONFLICT (chunk_id) DO NOTHING RETURNING chunk_id"
+    ).format(table=sql.Identifier(model.table))
+
+    def reuse_known(rows: list[tuple[int, str, str, str]]) -> set[int]:
+        if not rows:
+            return set()
+        with conn.transaction():
+            copied = conn.execute(
+                copy_known, [[row[0] for row in rows], [row[3] for row in rows]]
+            ).fetchall()
+        return {next(iter(r.values())) if isinstance(r, dict) else r[0] for r in copied}
+
+    def fetch(after: int) -> list[tuple[int, str, str, str]]:
         want = batch_size if limit is None else min(batch_size, limit - report.vectors_written)
         if want <= 0:
             return []
@@ -170,6 +196,15 @@ def backfill(
                 held = [row for row in work if row[2] == COMMUNICATION]
                 work = [row for row in work if row[2] != COMMUNICATION]
                 report.skipped_egress += len(held)
+            reused = reuse_known(work)
+            if reused:
+                work = [row for row in work if row[0] not in reused]
+                report.vectors_reused += len(reused)
+                report.vectors_written += len(reused)
+                if progress is not None:
+                    progress(len(reused))
+            # Repeats inside the batch go to the model once.
+            texts = list(dict.fromkeys(row[1] for row in work))
             future: Future[Any] | None = None
             if work:
                 future = pool.submit(
@@ -177,7 +212,7 @@ def backfill(
                     model.provider,  # type: ignore[arg-type]
                     model.host,
                     model.model_id,
-                    [row[1] for row in work],
+                    texts,
                     corpus_classes={row[2] for row in work},
                 )
             # Read the next batch while the server embeds this one.
@@ -192,14 +227,18 @@ def backfill(
                             f"registry says {model.dimensions}. Fix `dimensions` in the config "
                             "(under a new model name) or serve the right model"
                         )
-                rows = [
-                    (row[0], _vector_literal(vector), cut)
-                    for row, vector, cut in zip(work, result.vectors, result.truncated, strict=True)
-                ]
+                by_text = {
+                    text: (_vector_literal(vector), cut)
+                    for text, vector, cut in zip(
+                        texts, result.vectors, result.truncated, strict=True
+                    )
+                }
+                rows = [(row[0], *by_text[row[1]]) for row in work]
+                report.vectors_reused += len(work) - len(texts)
                 with conn.transaction(), conn.cursor() as cur:
                     cur.executemany(insert, rows)
                 report.vectors_written += len(rows)
-                report.truncated += sum(result.truncated)
+                report.truncated += sum(cut for _, _, cut in rows)
                 report.batches += 1
                 if progress is not None:
                     progress(len(rows))

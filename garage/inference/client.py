@@ -6,10 +6,14 @@ touched). The three dialects:
 
 - **Ollama**: ``/api/embed`` and ``/api/chat``; JSON mode is ``format`` (a schema or "json"),
   and extraction runs at temperature 0.1, as LangExtract's own Ollama provider sends.
-- **LM Studio**: the OpenAI-compatible ``/v1/embeddings`` and ``/v1/chat/completions``. JSON is
-  asked for in the prompt only, since LM Studio refuses ``response_format: json_object``.
+- **LM Studio**: the OpenAI-compatible ``/v1/embeddings`` and ``/v1/chat/completions``; JSON is
+  ``response_format`` with a JSON schema (it refuses ``json_object``).
 - **llama-server** (this port's counterpart of the app's llama_xpc provider): the same OpenAI
-  routes, and ``response_format`` with a JSON schema, which it turns into a grammar.
+  routes, and ``response_format`` with a JSON schema, which it turns into a grammar; its
+  ``/tokenize`` counts a prompt's tokens and ``/props`` tells a slot's context.
+
+Replies can also be streamed (``chat_stream``: SSE, or NDJSON for Ollama) under a wall-clock
+limit and a cancel flag; see ``garage.inference.stream``.
 
 Connection failures are retried with backoff; a server that stays down, or a model it has not
 loaded, is reported with what to do about it. An input longer than the model's context never
@@ -19,15 +23,16 @@ fits and recorded as truncated.
 
 from __future__ import annotations
 
-import json
 import logging
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
+from garage.inference.dialects import Message, Provider, chat_body, content_of
 from garage.inference.egress import EgressGuard
 from garage.inference.errors import (
     ContextExceeded,
@@ -37,11 +42,10 @@ from garage.inference.errors import (
     ServerUnavailable,
 )
 from garage.inference.model_key import auth_headers, load_key
+from garage.inference.stream import Delta, Watchdog, ndjson_deltas, sse_deltas
 
 log = logging.getLogger(__name__)
 
-Provider = Literal["ollama", "lmstudio", "llama_server"]
-Message = dict[str, str]
 
 EXTRACTION_TEMPERATURE = 0.1
 _MAX_TRUNCATIONS = 8  # proportional cuts, each 20% shorter than the last
@@ -225,39 +229,150 @@ class InferenceClient:
         """The assistant's reply text. With a schema, the reply is JSON meant to match it."""
         classes = frozenset(corpus_classes)
         self.guard.check(host, corpus_classes=classes, model_id=model_id)
-        messages = [dict(m) for m in messages]
-        if provider == "ollama":
-            options: dict[str, Any] = {}
-            if temperature is not None:
-                options["temperature"] = temperature
-            if max_tokens is not None:
-                options["num_predict"] = max_tokens
-            body: dict[str, Any] = {"model": model_id, "messages": messages, "stream": False}
-            if options:
-                body["options"] = options
-            if json_schema is not None:
-                body["format"] = json_schema
-            data = self._post(provider, host, "/api/chat", body, model_id, classes)
-            content = (data.get("message") or {}).get("content")
-        else:
-            if json_schema is not None and provider == "lmstudio":
-                messages = _with_json_instruction(messages, json_schema)
-            body = {"model": model_id, "messages": messages, "stream": False}
-            if temperature is not None:
-                body["temperature"] = temperature
-            if max_tokens is not None:
-                body["max_tokens"] = max_tokens
-            if json_schema is not None and provider == "llama_server":
-                body["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {"name": "reply", "schema": json_schema},
-                }
-            data = self._post(provider, host, "/v1/chat/completions", body, model_id, classes)
-            choices = data.get("choices") or [{}]
-            content = (choices[0].get("message") or {}).get("content")
+        path, body = chat_body(
+            provider, model_id, messages, json_schema, temperature, max_tokens, stream=False
+        )
+        data = self._post(provider, host, path, body, model_id, classes)
+        content = content_of(provider, data)
         if not isinstance(content, str):
             raise InferenceError(f"{provider} at {host} answered without a message")
         return content
+
+    def chat_stream(
+        self,
+        provider: Provider,
+        host: str,
+        model_id: str,
+        messages: Sequence[Message],
+        *,
+        corpus_classes: Iterable[str] = (),
+        json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        time_limit: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[Delta]:
+        """The reply as the server writes it (SSE, or NDJSON for Ollama), piece by piece.
+
+        Stops with GenerationStopped, its connection shut so the server stops too, when
+        ``time_limit`` seconds have passed or ``cancel`` is set. A server that ignores
+        ``stream`` and answers with one JSON object is read as one piece.
+        """
+        classes = frozenset(corpus_classes)
+        self.guard.check(host, corpus_classes=classes, model_id=model_id)
+        path, body = chat_body(
+            provider, model_id, messages, json_schema, temperature, max_tokens, stream=True
+        )
+        url = host.rstrip("/") + path
+        # Nothing arrives while the server reads a long prompt: the read timeout must not cut
+        # that short when the watchdog already bounds the whole generation.
+        timeout = self._http.timeout if time_limit is None else httpx.Timeout(None, connect=5.0)
+        headers = auth_headers(provider, host, self._llama_key)
+        attempt = 0
+        while True:
+            # Checked again next to the send, so no path reaches the transport unchecked.
+            self.guard.check(host, corpus_classes=classes, model_id=model_id)
+            try:
+                with self._http.stream(
+                    "POST", url, json=body, headers=headers, timeout=timeout
+                ) as response:
+                    if response.status_code == 503 and attempt < self.retries:
+                        response.read()
+                    else:
+                        yield from self._deltas(provider, host, path, response, model_id,
+                                                time_limit, cancel)  # fmt: skip
+                        return
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                if attempt >= self.retries:
+                    raise ServerUnavailable(
+                        f"no {provider} server answering at {host} ({type(error).__name__}); "
+                        f"{_HOW_TO_START[provider]}"
+                    ) from None
+            except httpx.TimeoutException:
+                raise ServerUnavailable(
+                    f"{provider} at {host} did not answer {path} in time"
+                ) from None
+            time.sleep(self.backoff * 2**attempt)
+            attempt += 1
+
+    def _deltas(
+        self,
+        provider: Provider,
+        host: str,
+        path: str,
+        response: httpx.Response,
+        model_id: str,
+        time_limit: float | None,
+        cancel: threading.Event | None,
+    ) -> Iterator[Delta]:
+        kind = response.headers.get("content-type", "")
+        if not response.is_success or kind.startswith("application/json"):
+            response.read()
+            data = self._decode(provider, host, path, response, model_id)
+            content = content_of(provider, data)
+            if not isinstance(content, str):
+                raise InferenceError(f"{provider} at {host} answered without a message")
+            yield Delta(content, "stop")
+            return
+        parse = ndjson_deltas if provider == "ollama" else sse_deltas
+        received: list[str] = []
+        with Watchdog(response, time_limit, cancel) as watchdog:
+            try:
+                for delta in parse(response.iter_lines()):
+                    if watchdog.check():
+                        break
+                    received.append(delta.text)
+                    yield delta
+            except (
+                httpx.ReadError,
+                httpx.ReadTimeout,
+                httpx.RemoteProtocolError,
+                httpx.StreamError,
+            ) as error:
+                if not watchdog.check():
+                    raise ServerUnavailable(
+                        f"{provider} at {host} broke off the reply ({type(error).__name__})"
+                    ) from None
+            if watchdog.check():
+                # Leaving the with-block closes the response; the socket is already shut.
+                raise watchdog.stopped("".join(received))
+
+    def tokens(
+        self,
+        provider: Provider,
+        host: str,
+        model_id: str,
+        text: str,
+        *,
+        corpus_classes: Iterable[str] = (),
+    ) -> int | None:
+        """How many tokens ``text`` is for the model: llama-server's /tokenize counts them;
+        Ollama and LM Studio have no such route (None: the caller estimates)."""
+        if provider != "llama_server":
+            return None
+        classes = frozenset(corpus_classes)
+        try:
+            data = self._post(provider, host, "/tokenize", {"content": text}, model_id, classes)
+        except EgressRefused:
+            raise
+        except InferenceError:
+            return None  # a server without the route (a proxy, an older build): estimate
+        tokens = data.get("tokens")
+        return len(tokens) if isinstance(tokens, list) else None
+
+    def context_tokens(self, provider: Provider, host: str) -> int | None:
+        """The context one request may fill, when the server says (llama-server's /props:
+        the context of one slot); None when it does not."""
+        if provider != "llama_server":
+            return None
+        self.guard.check(host)
+        try:
+            data = self._request(provider, host, "GET", "/props", None, "")
+        except InferenceError:
+            return None
+        settings = data.get("default_generation_settings") or {}
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
 
     def models(self, provider: Provider, host: str) -> list[str]:
         """The model ids the server offers (Ollama: pulled; OpenAI-style: loaded)."""
@@ -359,15 +474,3 @@ def _error_of(data: Any, response: httpx.Response) -> tuple[str, str, dict[str, 
         if isinstance(error, str):
             return error, "", {}
     return (response.text[:300] or response.reason_phrase), "", {}
-
-
-def _with_json_instruction(messages: list[Message], schema: dict[str, Any]) -> list[Message]:
-    instruction = (
-        "Reply with one JSON object only, no prose and no code fence, matching this JSON "
-        f"schema: {json.dumps(schema, separators=(',', ':'))}"
-    )
-    if messages and messages[0].get("role") == "system":
-        first = dict(messages[0])
-        first["content"] = f"{first['content']}\n\n{instruction}"
-        return [first, *messages[1:]]
-    return [{"role": "system", "content": instruction}, *messages]

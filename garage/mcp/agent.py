@@ -1,13 +1,17 @@
 """rag_agent: the local model drives the five read-only tools until it can answer.
 
 Calls travel in the conversation, as one JSON object per reply
-(``{"tool": "rag_search", "arguments": {...}}``), rather than in the OpenAI ``tools`` field:
-llama-server, Ollama and LM Studio all render a chat template from role/content pairs, so the
-one format works on each. Each tool appears in the system prompt as a one-line signature
+(``{"tool": "rag_search", "arguments": {...}}``, or ``{"answer": "..."}`` to finish), rather
+than in the OpenAI ``tools`` field: llama-server, Ollama and LM Studio all render a chat template
+from role/content pairs, so the one format works on each. Every reply is constrained to that
+call-or-answer shape by the server's structured output (``reply_schema``: llama-server's and
+LM Studio's ``response_format`` JSON schema, Ollama's ``format``), so even a small model cannot
+write a turn that does not parse; the arguments themselves are still checked by each tool.
+Each tool appears in the system prompt as a one-line signature
 (arguments, allowed values, the first sentence of its description), which small models follow
 better than a JSON schema. Arguments are validated against the tool's own signature, as
 tools/call validates them, and an error goes back to the model to correct. A reply that is not
-a tool call is the answer.
+a tool call is the answer (plain text still counts, from a server that ignored the schema).
 
 With ``search_first`` (the default) the question goes to rag_search before the model's first
 reply and the hits appear as a call it already made: small models otherwise read "when did I
@@ -21,6 +25,7 @@ request carries the classes the conversation holds, so the egress guard checks i
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,7 +34,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from pydantic import ValidationError
 
-from garage.ask import prompts, trim
+from garage.ask import Progress, prompts, trim
 from garage.config import GarageConfig
 from garage.inference import ContextExceeded, InferenceError, LocalChatModel
 from garage.inference.client import Message
@@ -150,6 +155,39 @@ class _Call:
     error: str | None
 
 
+def reply_schema(tools: list[str] | None) -> dict[str, Any]:
+    """The JSON schema every reply must match: a call of one of ``tools``, or an answer
+    (``tools=None``: an answer only, for the last turn)."""
+    answer = {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "minLength": 1}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    if not tools:
+        return answer
+    call = {
+        "type": "object",
+        "properties": {"tool": {"type": "string", "enum": tools}, "arguments": {"type": "object"}},
+        "required": ["tool", "arguments"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [call, answer]}
+
+
+def answer_of(reply: str) -> str:
+    """The answer in a reply that is not a tool call: ``{"answer": ...}``'s text, or the
+    reply itself."""
+    text = reply.strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(value, dict) and isinstance(value.get("answer"), str):
+        return value["answer"].strip()
+    return text
+
+
 def parse_reply(reply: str) -> _Call | None:
     """The tool call in a reply; None when the reply is an answer. A reply that tries to be a
     call and fails (bad JSON, no tool name) comes back with an error for the model."""
@@ -163,6 +201,8 @@ def parse_reply(reply: str) -> _Call | None:
         value, _ = json.JSONDecoder().raw_decode(text[start:])
     except json.JSONDecodeError as error:
         return _Call(None, {}, f"the reply is not valid JSON ({error.msg} at {error.pos})")
+    if isinstance(value, dict) and "tool" not in value and isinstance(value.get("answer"), str):
+        return None
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
         return _Call(None, {}, 'a tool call is one JSON object with a "tool" name')
     arguments = value.get("arguments", {})
@@ -198,38 +238,61 @@ class Agent:
         )
 
     def run(
-        self, question: str, *, max_steps: int = DEFAULT_STEPS, search_first: bool = True
+        self,
+        question: str,
+        *,
+        max_steps: int = DEFAULT_STEPS,
+        search_first: bool = True,
+        on_progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> AgentResult:
+        """Let the model call tools until it answers, at most ``max_steps`` calls.
+        ``on_progress`` hears each step; ``cancel`` stops the run (and the generation in
+        flight, freeing the server)."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question: is empty")
         if not 1 <= max_steps <= MAX_STEPS:
             raise ValueError(f"max_steps: must be between 1 and {MAX_STEPS}, not {max_steps}")
-        run = _Run(self, question.strip())
+        run = _Run(self, question.strip(), cancel)
+        total = max_steps + 1
+
+        def progress(message: str) -> None:
+            if on_progress:
+                on_progress(min(len(run.steps), max_steps), total, message)
+
         if search_first:
             arguments = {"query": run.question, "limit": SEARCH_FIRST_LIMIT}
             call_text = json.dumps({"tool": "rag_search", "arguments": arguments})
             run.messages.append({"role": "assistant", "content": call_text})
             run.execute(_Call("rag_search", arguments, None), reply=call_text, preset=True)
+            progress("searched for the question")
+        schema = reply_schema(list(self.tools))
         for _ in range(max_steps):
-            reply = run.complete()
+            progress(f"{self.model.model} is choosing a tool or answering")
+            reply = run.complete(schema)
             call = parse_reply(reply)
             if call is None:
-                return run.result(reply.strip(), "answer")
+                progress("answered")
+                return run.result(answer_of(reply), "answer")
             run.messages.append({"role": "assistant", "content": reply})
             run.execute(call, reply=reply)
+            step = run.steps[-1]
+            outcome = "ok" if step.ok else f"error: {step.error}"
+            progress(f"step {step.number}: {step.tool or '?'} {outcome}")
         run.messages.append({"role": "user", "content": prompts.STEP_LIMIT})
-        reply = run.complete()
-        if parse_reply(reply) is None and reply.strip():
-            return run.result(reply.strip(), "step_limit")
+        reply = run.complete(reply_schema(None))
+        if parse_reply(reply) is None and answer_of(reply):
+            return run.result(answer_of(reply), "step_limit")
         return run.result(f"No answer within {max_steps} tool calls.", "step_limit")
 
 
 class _Run:
     """One question's conversation, steps and the documents it has seen."""
 
-    def __init__(self, agent: Agent, question: str):
+    def __init__(self, agent: Agent, question: str, cancel: threading.Event | None = None):
         self.agent = agent
         self.question = question
+        self.cancel = cancel
         self.messages: list[Message] = [
             {"role": "system", "content": agent.system_prompt()},
             {"role": "user", "content": question},
@@ -239,16 +302,19 @@ class _Run:
         self.notes: list[str] = []
         self._compacted: set[int] = set()
 
-    def complete(self) -> str:
-        """The model's next reply; older tool results are left out when the context is full."""
+    def complete(self, schema: dict[str, Any]) -> str:
+        """The model's next reply, in ``schema``'s shape; older tool results are left out
+        when the context is full."""
         classes = {c.corpus_class for c in self.seen.values()}
         while True:
             try:
                 return self.agent.model.complete(
                     self.messages,
                     corpus_classes=classes,
+                    json_schema=schema,
                     temperature=0.2,
                     max_tokens=self.agent.reply_tokens,
+                    cancel=self.cancel,
                 )
             except ContextExceeded:
                 if not self._compact_one():

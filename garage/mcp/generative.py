@@ -2,13 +2,17 @@
 
 Each call builds the configured chat model (``inference.provider`` / ``inference.model``),
 whose client passes every request through the egress guard, and closes it afterwards.
+rag_ask and rag_agent report progress (when the client sends a progress token) and stop the
+model's generation when the call is cancelled (garage.mcp.progress).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from garage.ask import (
@@ -18,11 +22,13 @@ from garage.ask import (
     MAX_EXCERPTS,
     AskResult,
     GenerateResult,
+    Progress,
     ask,
     chat_model,
     generate,
 )
 from garage.mcp.agent import DEFAULT_STEPS, MAX_STEPS, Agent, AgentResult
+from garage.mcp.progress import run_reporting
 from garage.mcp.runtime import Runtime
 from garage.mcp.tools import CorpusTools, Names, tool_errors
 from garage.search.types import CorpusClass
@@ -36,7 +42,7 @@ class GenerativeTools:
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
 
-    def rag_ask(
+    async def rag_ask(
         self,
         question: Question,
         limit: Annotated[
@@ -49,6 +55,7 @@ class GenerativeTools:
         max_tokens: Annotated[
             int, Field(ge=1, le=MAX_ANSWER_TOKENS, description="Longest answer, in tokens.")
         ] = ANSWER_TOKENS,
+        ctx: Context | None = None,
     ) -> AskResult:
         """Answer a question from the owner's index with the local model, citing excerpts as [n].
 
@@ -56,19 +63,25 @@ class GenerativeTools:
         its answer with one citation per excerpt so each [n] resolves to a document.
         """
         config = self.runtime.config
-        with tool_errors(), chat_model(config) as model, self.runtime.reader() as conn:
-            return ask(
-                conn,
-                config,
-                question,
-                limit=limit,
-                sources=sources,
-                corpus_classes=corpus_classes,
-                model=model,
-                answer_tokens=max_tokens,
-            )
 
-    def rag_agent(
+        def work(progress: Progress, cancel: threading.Event) -> AskResult:
+            with tool_errors(), chat_model(config) as model, self.runtime.reader() as conn:
+                return ask(
+                    conn,
+                    config,
+                    question,
+                    limit=limit,
+                    sources=sources,
+                    corpus_classes=corpus_classes,
+                    model=model,
+                    answer_tokens=max_tokens,
+                    on_progress=progress,
+                    cancel=cancel,
+                )
+
+        return await run_reporting(work, ctx)
+
+    async def rag_agent(
         self,
         question: Question,
         max_steps: Annotated[
@@ -77,6 +90,7 @@ class GenerativeTools:
         search_first: Annotated[
             bool, Field(description="Search for the question before the model's first reply.")
         ] = True,
+        ctx: Context | None = None,
     ) -> AgentResult:
         """Answer a question by letting the local model search and read the index itself.
 
@@ -85,11 +99,19 @@ class GenerativeTools:
         citation per document it saw.
         """
         config = self.runtime.config
-        with tool_errors(), chat_model(config) as model:
-            tools = CorpusTools(self.runtime, allow_communications=model.is_loopback)
-            return Agent(tools, model, config).run(
-                question, max_steps=max_steps, search_first=search_first
-            )
+
+        def work(progress: Progress, cancel: threading.Event) -> AgentResult:
+            with tool_errors(), chat_model(config) as model:
+                tools = CorpusTools(self.runtime, allow_communications=model.is_loopback)
+                return Agent(tools, model, config).run(
+                    question,
+                    max_steps=max_steps,
+                    search_first=search_first,
+                    on_progress=progress,
+                    cancel=cancel,
+                )
+
+        return await run_reporting(work, ctx)
 
     def rag_generate(
         self,

@@ -7,15 +7,21 @@ can check what was sent:
 - Ollama (docs.ollama.com/api): ``POST /api/embed`` {model, input, truncate} → {model,
   embeddings}; an input over the context with truncate=false → 400 {"error": "the input length
   exceeds the context length"}; ``POST /api/chat`` {model, messages, stream, format, options} →
-  {model, message: {role, content}, done}; an unknown model → 404 {"error": "model \"x\" not
-  found, try pulling it first"}; ``GET /api/tags`` → {models: [{name}]}.
+  {model, message: {role, content}, done}; with ``stream`` (Ollama's default) the reply is
+  NDJSON (``application/x-ndjson``), one {model, message: {role, content}, done: false} object
+  per piece, then one with done: true and done_reason; an unknown model → 404 {"error": "model
+  \"x\" not found, try pulling it first"}; ``GET /api/tags`` → {models: [{name}]}.
 - LM Studio (OpenAI-compatible REST): ``/v1/embeddings`` → {data: [{index, embedding}]},
-  ``/v1/chat/completions`` → {choices: [{message}]}, ``/v1/models``; it refuses
-  ``response_format: {"type": "json_object"}`` with a 400, which is why Garage asks for JSON in
-  the prompt instead.
+  ``/v1/chat/completions`` → {choices: [{message}]}, or with ``stream: true`` Server-Sent Events
+  (``text/event-stream``): ``data: {"choices": [{"delta": {"content": ...}}]}`` per piece, a
+  last chunk with finish_reason, then ``data: [DONE]``; ``/v1/models``. It refuses
+  ``response_format: {"type": "json_object"}`` with a 400 and takes ``{"type": "json_schema",
+  "json_schema": {"name", "strict", "schema"}}``.
 
 The fakes' "model" is deterministic: a text's vector is derived from its characters, and its
-length in "tokens" is its number of whitespace-separated words.
+length in "tokens" is its number of whitespace-separated words. A streamed reply is sent one
+word at a time, ``stream_delay`` seconds apart; a client that goes away mid-stream is noticed
+(``disconnected``), as a real server notices it when its next write fails.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,6 +51,8 @@ class FakeState:
     # Faults to inject: drop one vector from each answer; answer 503 this many times first.
     drop_one_vector: bool = False
     busy_responses: int = 0
+    stream_delay: float = 0.0
+    disconnected: threading.Event = field(default_factory=threading.Event)
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
@@ -61,6 +70,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, kind: str, events: list[bytes]) -> None:
+        """One event at a time; HTTP/1.0 framing, so the body ends when the server closes."""
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.end_headers()
+        try:
+            for event in events:
+                self.wfile.write(event)
+                self.wfile.flush()
+                if self.state.stream_delay:
+                    time.sleep(self.state.stream_delay)
+        except (BrokenPipeError, ConnectionResetError):
+            self.state.disconnected.set()
+
+    def _pieces(self) -> list[str]:
+        words = self.state.reply.split(" ")
+        return [w if i == 0 else " " + w for i, w in enumerate(words)]
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         self.state.requests.append((self.path, {}))
@@ -117,6 +144,21 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._send(400, {"error": "the input length exceeds the context length"})
                 inputs = [" ".join(t.split()[: self.state.context_words]) for t in inputs]
             return self._send(200, {"model": body["model"], "embeddings": self._vectors(inputs)})
+        if self.path == "/api/chat" and body.get("stream", True):
+            events = [
+                json.dumps(
+                    {"model": body["model"], "message": {"role": "assistant", "content": piece},
+                     "done": False}
+                ).encode() + b"\n"
+                for piece in self._pieces()
+            ]  # fmt: skip
+            events.append(
+                json.dumps(
+                    {"model": body["model"], "message": {"role": "assistant", "content": ""},
+                     "done": True, "done_reason": "stop"}
+                ).encode() + b"\n"
+            )  # fmt: skip
+            return self._stream("application/x-ndjson", events)
         if self.path == "/api/chat":
             return self._send(
                 200,
@@ -157,6 +199,22 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(
                     400, {"error": "'response_format.type' must be 'json_schema' or 'text'"}
                 )
+            if fmt == "json_schema" and "schema" not in body["response_format"].get(
+                "json_schema", {}
+            ):
+                return self._send(400, {"error": "'response_format.json_schema.schema' missing"})
+            if body.get("stream"):
+                chunks = [
+                    {"object": "chat.completion.chunk",
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                    for piece in self._pieces()
+                ]  # fmt: skip
+                chunks.append(
+                    {"object": "chat.completion.chunk",
+                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                )  # fmt: skip
+                events = [b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks]
+                return self._stream("text/event-stream", [*events, b"data: [DONE]\n\n"])
             return self._send(
                 200,
                 {

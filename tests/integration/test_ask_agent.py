@@ -41,14 +41,19 @@ def corpus(
 
 
 class Recording(httpx.BaseTransport):
-    """Passes every request to the real llama-server and keeps its JSON body."""
+    """Passes every request to the real llama-server and keeps the JSON body of each chat
+    request (and the texts sent to /tokenize)."""
 
     def __init__(self) -> None:
         self.inner = httpx.HTTPTransport()
         self.bodies: list[dict[str, Any]] = []
+        self.tokenized: list[str] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.bodies.append(json.loads(request.content))
+        if request.url.path == "/v1/chat/completions":
+            self.bodies.append(json.loads(request.content))
+        elif request.url.path == "/tokenize":
+            self.tokenized.append(json.loads(request.content)["content"])
         return self.inner.handle_request(request)
 
 
@@ -61,6 +66,8 @@ class FakeRemoteModel(httpx.BaseTransport):
         self.bodies: list[dict[str, Any]] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path != "/v1/chat/completions":  # no /props, no /tokenize
+            return httpx.Response(404, json={"error": "Unexpected endpoint"})
         body = json.loads(request.content)
         self.bodies.append(body)
         reply = self.replies.pop(0) if self.replies else "That is all I know."
@@ -135,12 +142,13 @@ def test_ask_cites_each_excerpt_it_showed_the_model(corpus: McpCorpus) -> None:
     [body] = transport.bodies
     prompt = body["messages"][-1]["content"]
     for citation in result.citations:
-        assert f"[{citation.number}] " in prompt and citation.excerpt in prompt
+        assert f"Excerpt [{citation.number}], " in prompt and citation.excerpt in prompt
     assert body["max_tokens"] == 64
 
 
 def test_ask_shows_fewer_excerpts_when_they_overflow_the_context(corpus: McpCorpus) -> None:
-    # 20 excerpts of up to 1,200 characters are far more than SmolLM2's 2,048-token slot.
+    # 20 excerpts of up to 1,200 characters are far more than SmolLM2's 2,048-token slot: the
+    # prompt is counted in the server's own tokens and cut to fit before it is sent.
     transport = Recording()
     model = _model(corpus.config, transport)
     with psycopg.connect(corpus.url, autocommit=True) as conn:
@@ -148,11 +156,15 @@ def test_ask_shows_fewer_excerpts_when_they_overflow_the_context(corpus: McpCorp
             conn, corpus.config, "functions loops exceptions", limit=20, model=model,
             answer_tokens=32,
         )  # fmt: skip
-    assert len(transport.bodies) >= 2
+    [body] = transport.bodies  # one request, accepted: nothing overflowed
+    assert transport.tokenized and model.context_tokens() == 2048
     assert 1 <= len(result.citations) < 20
     assert any("left out to fit" in note for note in result.notes)
-    prompt = transport.bodies[-1]["messages"][-1]["content"]
-    assert re.findall(r"^\[(\d+)\] ", prompt, re.M) == [str(c.number) for c in result.citations]
+    prompt = body["messages"][-1]["content"]
+    numbers = re.findall(r"^Excerpt \[(\d+)\], ", prompt, re.M)
+    assert numbers == [str(c.number) for c in result.citations]
+    sent = "\n".join(m["content"] for m in body["messages"])
+    assert model.count_tokens(sent) + 32 <= 2048
 
 
 def test_communications_never_reach_a_model_host_off_this_machine(corpus: McpCorpus) -> None:

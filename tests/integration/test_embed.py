@@ -153,6 +153,56 @@ def test_edit_near_the_end_reembeds_only_changed_chunks(
         assert conn.execute("SELECT count(*) FROM emb_all_minilm_l6_v2").fetchone()[0] == total  # type: ignore[index]
 
 
+def test_a_copied_folder_is_embedded_without_a_model_request(
+    migrated_db: str, llama: LlamaServers, tmp_path: Path
+) -> None:
+    """The same text under the same model is the same vector: a backup copy of an embedded
+    folder, and a page repeated inside one batch, cost no model call."""
+    root = _tutorial(tmp_path / "docs", ["appetite", "interpreter"])
+    config = _config(llama, root)
+    run_ingest(migrated_db, config, "docs")
+    requests: list[int] = []
+    real = httpx.HTTPTransport()
+
+    def counting(request: httpx.Request) -> httpx.Response:
+        # A counting wrapper around the real transport to the real llama-server.
+        if request.url.path.endswith("/embeddings"):
+            requests.append(len(json.loads(request.content)["input"]))
+        return real.handle_request(request)
+
+    client = InferenceClient(
+        EgressGuard.from_config(config), transport=httpx.MockTransport(counting)
+    )
+    with psycopg.connect(migrated_db, autocommit=True) as conn, client:
+        [first] = embed(conn, client, config)
+        assert first.vectors_written > 5 and first.vectors_reused == 0
+        sent_first = sum(requests)
+        assert sent_first == first.vectors_written
+        shutil.copytree(root, root / "backup")
+        (root / "backup" / "again.txt").write_text((root / "appetite.txt").read_text())
+        report = run_ingest(migrated_db, config, "docs")
+        assert report.indexed == 3
+        requests.clear()
+        [second] = embed(conn, client, config)
+        assert requests == []  # not one embedding request
+        copies = _count(
+            migrated_db,
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE d.uri LIKE %s",
+            "%/backup/%",
+        )
+        assert second.vectors_written == second.vectors_reused == copies > first.vectors_written
+        # Each copy holds the very vector of its original.
+        different = _count(
+            migrated_db,
+            "SELECT count(*) FROM chunks a JOIN chunks b ON a.text_sha256 = b.text_sha256"
+            " JOIN emb_all_minilm_l6_v2 ea ON ea.chunk_id = a.id"
+            " JOIN emb_all_minilm_l6_v2 eb ON eb.chunk_id = b.id"
+            " WHERE ea.embedding <> eb.embedding",
+        )
+        assert different == 0
+
+
 def test_long_chunk_is_truncated_and_recorded(
     migrated_db: str, llama: LlamaServers, tmp_path: Path
 ) -> None:

@@ -7,7 +7,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from garage.config import GarageConfig
-from garage.mcp.agent import Agent, AgentTool, parse_reply
+from garage.mcp.agent import Agent, AgentTool, answer_of, parse_reply, reply_schema
 from garage.mcp.tools import CorpusTools
 
 
@@ -103,3 +103,21 @@ def test_arguments_are_validated_against_the_tool_signature() -> None:
         tool.call({"q": "x"})
     with pytest.raises(ToolError, match=r"corpus_classes\.0"):
         tool.call({"query": "x", "corpus_classes": ["secrets"]})
+
+
+def test_an_answer_object_is_an_answer() -> None:
+    reply = '{"answer": "It was on May 3 [doc 12]."}'
+    assert parse_reply(reply) is None
+    assert answer_of(reply) == "It was on May 3 [doc 12]."
+    assert answer_of("Plain text answer.") == "Plain text answer."
+
+
+def test_every_reply_is_constrained_to_a_call_or_an_answer() -> None:
+    names = list(_agent().tools)
+    schema = reply_schema(names)
+    call, answer = schema["anyOf"]
+    assert call["properties"]["tool"]["enum"] == names
+    assert call["required"] == ["tool", "arguments"] and answer["required"] == ["answer"]
+    assert call["additionalProperties"] is False and answer["additionalProperties"] is False
+    # The last turn after the step limit may only answer.
+    assert reply_schema(None) == answer

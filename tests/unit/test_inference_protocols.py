@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 
 import pytest
 
@@ -16,6 +17,7 @@ from garage.inference import (
     ModelNotLoaded,
     ServerUnavailable,
 )
+from garage.inference.stream import GenerationStopped
 from tests.fakes.model_servers import FakeState, fake_server, fake_vector
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -51,7 +53,7 @@ def test_ollama_embed_and_chat_requests() -> None:
     assert chat_body["options"] == {"temperature": 0.1, "num_predict": 64}
 
 
-def test_lmstudio_json_is_asked_in_the_prompt_not_response_format() -> None:
+def test_lmstudio_json_is_a_json_schema_response_format() -> None:
     state = FakeState(models={"nomic-embed-text", "google/gemma-3-4b"})
     with fake_server("lmstudio", state) as url, _client(url) as client:
         # The fake answers in reverse order; the client must restore it by index.
@@ -62,11 +64,58 @@ def test_lmstudio_json_is_asked_in_the_prompt_not_response_format() -> None:
         assert json.loads(reply) == {"answer": "42"}
         assert client.models("lmstudio", url) == ["google/gemma-3-4b", "nomic-embed-text"]
     chat_body = state.requests[1][1]
-    assert "response_format" not in chat_body
-    system = chat_body["messages"][0]
-    assert system["role"] == "system" and system["content"].startswith("Be brief.")
-    assert "JSON" in system["content"] and '"answer"' in system["content"]
-    assert len(chat_body["messages"]) == 2
+    # LM Studio refuses "json_object" (the fake answers 400 to it) but constrains output to a
+    # JSON schema.
+    assert chat_body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "reply", "strict": True, "schema": SCHEMA},
+    }
+    assert chat_body["messages"] == messages
+
+
+@pytest.mark.parametrize("flavour", ["ollama", "lmstudio"])
+def test_streamed_chat_arrives_piece_by_piece(flavour: str) -> None:
+    # Ollama streams NDJSON, LM Studio Server-Sent Events (fakes from their public contracts).
+    state = FakeState(models={"m"}, reply="Exceptions are raised [1] and caught [2].")
+    provider = "ollama" if flavour == "ollama" else "lmstudio"
+    with fake_server(flavour, state) as url, _client(url) as client:
+        deltas = list(
+            client.chat_stream(provider, url, "m", [{"role": "user", "content": "q"}],
+                               json_schema=SCHEMA, max_tokens=32)
+        )  # fmt: skip
+    texts = [d.text for d in deltas if d.text]
+    assert len(texts) == len(state.reply.split(" ")) and "".join(texts) == state.reply
+    assert deltas[-1].finish_reason == "stop"
+    body = state.requests[-1][1]
+    assert body["stream"] is True
+    if flavour == "ollama":
+        assert body["format"] == SCHEMA and body["options"] == {"num_predict": 32}
+    else:
+        assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+
+
+@pytest.mark.parametrize("flavour", ["ollama", "lmstudio"])
+@pytest.mark.parametrize("stop", ["cancel", "time_limit"])
+def test_a_stopped_stream_closes_its_connection(flavour: str, stop: str) -> None:
+    state = FakeState(models={"m"}, reply=" ".join(["word"] * 200), stream_delay=0.02)
+    provider = "ollama" if flavour == "ollama" else "lmstudio"
+    cancel = threading.Event()
+    received: list[str] = []
+    with fake_server(flavour, state) as url, _client(url) as client:
+        stream = client.chat_stream(
+            provider, url, "m", [{"role": "user", "content": "q"}],
+            cancel=cancel, time_limit=0.3 if stop == "time_limit" else None,
+        )  # fmt: skip
+        with pytest.raises(GenerationStopped) as stopped:
+            for delta in stream:
+                received.append(delta.text)
+                if stop == "cancel" and len(received) == 5:
+                    cancel.set()
+        # The server notices the client went away: its next write fails.
+        assert state.disconnected.wait(5)
+    assert stopped.value.reason == ("cancelled" if stop == "cancel" else "time_limit")
+    assert 5 <= len(received) < 200
+    assert stopped.value.partial == "".join(received)
 
 
 @pytest.mark.parametrize("flavour", ["ollama", "lmstudio"])

@@ -177,6 +177,9 @@ class LimitsConfig(Section):
     materialize_timeout_seconds: float = Field(default=120.0, gt=0)
     max_chunks_per_document: int = Field(default=2000, gt=0)
     max_file_bytes: int = Field(default=100 * 1024**2, gt=0)
+    # Scanned PDF pages OCR'd per run, at seconds a page: a folder of scans is read over several
+    # runs rather than holding one for hours. 0 turns the OCR of PDF pages off.
+    ocr_max_pages_per_run: int = Field(default=200, ge=0)
     # A run that would delete more than this share of a source refuses without --force.
     deletion_guard_ratio: float = Field(default=0.25, ge=0, le=1)
 

@@ -57,7 +57,12 @@ def embedding_asset(model: RegisteredModel) -> dg.AssetsDefinition:
                         "the code location"
                     )
                 report = backfill(
-                    conn, client, current, source=source, batch_size=config.embedding.batch_size
+                    conn,
+                    client,
+                    current,
+                    source=source,
+                    batch_size=config.embedding.batch_size,
+                    batch_tokens=config.embedding.batch_tokens,
                 )
         except (InferenceError, RegistryError) as error:
             raise dg.Failure(str(error)) from None

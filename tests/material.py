@@ -11,10 +11,14 @@ with the reason: tests never skip silently for want of their files.
 Sources, versions exact:
 - Debian: libpython3.11-testsuite and python3.11-doc 3.11.2-6+deb12u9 (mail, PEM keys, decimal
   test tables; 497 reStructuredText documentation sources).
+- Debian: debian-refcard 12.0 (the reference card, typeset by LaTeX: pypdf runs its words
+  together, PDFium does not).
 - PyPI sdists: pypdf 7.1.1 (resources/: 72 PDFs, crazyones.txt), ocrmypdf 17.13.0 (a corrupt
   invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files),
-  freediscovery 1.3.1 (five real fedora-devel-list posts, each a one-message mbox file).
-- PyPI wheel: gensim 4.4.0 (GloVe vectors, a stemmed token stream).
+  freediscovery 1.3.1 (five real fedora-devel-list posts, each a one-message mbox file), odfpy
+  1.4.1 (tests/examples/: OpenDocument text, spreadsheets and presentations).
+- PyPI wheels: gensim 4.4.0 (GloVe vectors, a stemmed token stream); vega-datasets 0.9.0
+  (eight real CSV exports: airports, weather, stock prices, riots, employment).
 - "pptx-embedded-xlsx": the workbooks embedded in python-pptx's chart decks.
 - "logs": this machine's dpkg and apt logs, copied so tests read a stable snapshot.
 """
@@ -43,6 +47,7 @@ SDISTS = {
     "python-docx": "1.2.0",
     "python-pptx": "1.0.2",
     "freediscovery": "1.3.1",
+    "odfpy": "1.4.1",
 }
 GENSIM = "4.4.0"
 GENSIM_FILES = (
@@ -82,9 +87,9 @@ def _sdist(package: str) -> Callable[[Path], Path]:
     return fetch
 
 
-def _debian(package: str) -> Callable[[Path], Path]:
+def _debian(package: str, version: str = DEBIAN) -> Callable[[Path], Path]:
     def fetch(work: Path) -> Path:
-        spec = f"{package}={DEBIAN}"
+        spec = f"{package}={version}"
         try:
             _run("apt-get", "download", spec, cwd=work)
         except MaterialError:  # an old or missing package list: refresh it once
@@ -108,6 +113,19 @@ def _gensim(work: Path) -> Path:
         for member in GENSIM_FILES:
             archive.extract(member, work / "x")
     return work / "x"
+
+
+VEGA = "0.9.0"
+
+
+def _vega_datasets(work: Path) -> Path:
+    _pip("--only-binary", ":all:", f"vega-datasets=={VEGA}", cwd=work)
+    [wheel] = work.glob("vega_datasets-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.startswith("vega_datasets/_data/") and member.endswith(".csv"):
+                archive.extract(member, work / "x")
+    return work / "x" / "vega_datasets" / "_data"
 
 
 def _embedded_xlsx(work: Path) -> Path:
@@ -136,7 +154,9 @@ SOURCES: dict[str, Callable[[Path], Path]] = {
     **{name: _sdist(name) for name in SDISTS},
     "libpython3.11-testsuite": _debian("libpython3.11-testsuite"),
     "python3.11-doc": _debian("python3.11-doc"),
+    "debian-refcard": _debian("debian-refcard", "12.0"),
     "gensim": _gensim,
+    "vega-datasets": _vega_datasets,
     "pptx-embedded-xlsx": _embedded_xlsx,
     "logs": _logs,
 }

@@ -120,6 +120,11 @@ def search_cmd(
         where = f"{hit.source} · {hit.corpus_class}" + (f" · {hit.author}" if hit.author else "")
         click.echo(click.style(f"{number}. {hit.title or hit.uri}", bold=True))
         click.echo(f"   {hit.uri} [{hit.start_offset}:{hit.end_offset}]")
+        if hit.fact_id is not None:
+            click.echo(
+                f"   fact #{hit.fact_id} ({hit.fact_class}, prompt {hit.fact_prompt}) of document "
+                f"{hit.document_id}, span {hit.start_offset}-{hit.end_offset}"
+            )
         click.echo(f"   {where} · score {hit.score:.4f} ({ranks})")
         excerpt = " ".join(hit.excerpt.split())
         click.echo(f"   {excerpt[:300]}{'…' if len(excerpt) > 300 else ''}")

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from garage.config.fact_prompts import FactPromptEntry, check_prompt_entries
+
 SourceKind = Literal["files", "mail", "messages"]
 CorpusClass = Literal["document", "code", "communication"]
 Provider = Literal["ollama", "lmstudio", "llama_server"]
@@ -97,6 +99,10 @@ class EmbeddingConfig(Section):
     default: str = "bge-m3"
     models: list[EmbeddingModelConfig] = Field(default_factory=_default_models)
     batch_size: int = Field(default=64, gt=0, le=1024)
+    # Tokens (estimated) per embedding request: what the server computes in one physical batch
+    # (scripts/llama starts its embedding server with -ub 4096). A request of 64 dense chunks
+    # can be 25k tokens and half a minute of work the server finishes even when Garage stopped.
+    batch_tokens: int = Field(default=4096, ge=256, le=1_000_000)
 
     @model_validator(mode="after")
     def _default_is_registered(self) -> EmbeddingConfig:
@@ -134,7 +140,17 @@ class InferenceConfig(Section):
 class FactsConfig(Section):
     provider: Provider = "llama_server"
     model: str = ""
-    prompts: list[dict[str, object]] = Field(default_factory=list)
+    prompts: list[FactPromptEntry] = Field(default_factory=list)
+    # Run the enabled prompts (stale-only) after each ingest of a source. Off by default:
+    # extraction on a local model takes seconds per document.
+    automatic: bool = False
+    # LangExtract's chunk size: how many characters of a document one prompt carries.
+    max_char_buffer: int = Field(default=1000, ge=100, le=20000)
+    # Cap on one reply: a small model that loops stops here instead of running for minutes.
+    max_tokens: int = Field(default=1024, ge=16, le=8192)
+    # At most this many extractions per chunk under a JSON schema: with max_tokens, what keeps
+    # a small model's reply finite and whole (a reply cut off at max_tokens does not parse).
+    max_extractions: int = Field(default=16, ge=1, le=100)
     cluster_restate_threshold: float = Field(default=0.92, ge=0, le=1)
     cluster_seed_threshold: float = Field(default=0.88, ge=0, le=1)
     cluster_threshold: float = Field(default=0.85, ge=0, le=1)
@@ -142,6 +158,11 @@ class FactsConfig(Section):
     cluster_tight_similarity: float = Field(default=0.95, ge=0, le=1)
     cluster_neighbors: int = Field(default=20, gt=0)
     cluster_attach_candidates: int = Field(default=5, gt=0)
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompts(cls, value: list[FactPromptEntry]) -> list[FactPromptEntry]:
+        return check_prompt_entries(value)
 
 
 class IdentityConfig(Section):
@@ -156,6 +177,9 @@ class LimitsConfig(Section):
     materialize_timeout_seconds: float = Field(default=120.0, gt=0)
     max_chunks_per_document: int = Field(default=2000, gt=0)
     max_file_bytes: int = Field(default=100 * 1024**2, gt=0)
+    # Scanned PDF pages OCR'd per run, at seconds a page: a folder of scans is read over several
+    # runs rather than holding one for hours. 0 turns the OCR of PDF pages off.
+    ocr_max_pages_per_run: int = Field(default=200, ge=0)
     # A run that would delete more than this share of a source refuses without --force.
     deletion_guard_ratio: float = Field(default=0.25, ge=0, le=1)
 

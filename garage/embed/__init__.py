@@ -81,6 +81,7 @@ def embed(
                 model,
                 source=source,
                 batch_size=config.embedding.batch_size,
+                batch_tokens=config.embedding.batch_tokens,
                 limit=limit,
                 progress=progress,
                 stop=stop,

@@ -12,6 +12,8 @@ the server works on the current one, so the server never waits for PostgreSQL.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +31,7 @@ from garage.inference.errors import InferenceError
 from garage.stopping import StopSignal
 
 Progress = Callable[[int], None]  # called with the number of chunks just embedded
+Row = tuple[int, str, str, str, int | None]  # chunk id, text, corpus class, text hash, fact id
 
 
 class DimensionMismatch(InferenceError):
@@ -84,9 +87,14 @@ def _scope(
         query += sql.SQL(" AND s.name = %s")
         params.append(source)
     if missing:
-        query += sql.SQL(" AND NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)").format(
-            sql.Identifier(model.table)
-        )
+        # A content chunk's vector goes in emb_<slug>, a fact chunk's in potential_fact_emb_<slug>
+        # (keyed on its fact): one anti-join over both, so facts need no embedding path of
+        # their own.
+        query += sql.SQL(
+            " AND CASE WHEN c.fact_id IS NULL"
+            " THEN NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)"
+            " ELSE NOT EXISTS (SELECT 1 FROM {} p WHERE p.fact_id = c.fact_id) END"
+        ).format(sql.Identifier(model.table), sql.Identifier(model.fact_table))
     return query, params
 
 
@@ -104,6 +112,7 @@ def backfill(
     *,
     source: str | None = None,
     batch_size: int = 64,
+    batch_tokens: int = 4096,
     limit: int | None = None,
     progress: Progress | None = None,
     stop: StopSignal | None = None,
@@ -143,7 +152,7 @@ def backfill(
         return report
 
     select = (
-        sql.SQL("SELECT c.id, c.text, d.corpus_class, c.text_sha256 ")
+        sql.SQL("SELECT c.id, c.text, d.corpus_class, c.text_sha256, c.fact_id ")
         + scope
         + sql.SQL(" AND c.id > %s ORDER BY c.id LIMIT %s")
     )
@@ -151,6 +160,13 @@ def backfill(
         "INSERT INTO {} (chunk_id, embedding, truncated) VALUES (%s, %s::vector, %s)"
         " ON CONFLICT (chunk_id) DO NOTHING"
     ).format(sql.Identifier(model.table))
+    # A fact deleted while its vector was computed takes nothing with it: the SELECT finds no
+    # row and nothing is inserted (a plain VALUES would fail the foreign key instead).
+    insert_fact = sql.SQL(
+        "INSERT INTO {} (fact_id, chunk_id, embedding, truncated)"
+        " SELECT f.id, %s, %s::vector, %s FROM facts f WHERE f.id = %s"
+        " ON CONFLICT (fact_id) DO NOTHING"
+    ).format(sql.Identifier(model.fact_table))
 
     # The same text under the same model is the same vector: a chunk whose text some chunk
     # already has a vector for (a quoted mail, a copied file, a repeated licence header) gets a
@@ -167,7 +183,7 @@ def backfill(
         " ON CONFLICT (chunk_id) DO NOTHING RETURNING chunk_id"
     ).format(table=sql.Identifier(model.table))
 
-    def reuse_known(rows: list[tuple[int, str, str, str]]) -> set[int]:
+    def reuse_known(rows: list[Row]) -> set[int]:
         if not rows:
             return set()
         with conn.transaction():
@@ -176,12 +192,25 @@ def backfill(
             ).fetchall()
         return {next(iter(r.values())) if isinstance(r, dict) else r[0] for r in copied}
 
-    def fetch(after: int) -> list[tuple[int, str, str, str]]:
-        want = batch_size if limit is None else min(batch_size, limit - report.vectors_written)
+    def fetch(after: int) -> list[Row]:
+        """The next request's chunks: at most ``batch_size``, and no more than ``batch_tokens``
+        estimated tokens (always at least one chunk)."""
+        # Counted when read, not when written: the next batch is read before this one lands.
+        want = batch_size if limit is None else min(batch_size, limit - read[0])
         if want <= 0:
             return []
         rows = conn.execute(select, [*params, after, want]).fetchall()
-        return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]  # type: ignore[misc]
+        batch = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
+        budget = batch_tokens
+        for taken, row in enumerate(batch):
+            budget -= estimate_tokens(row[1])
+            if budget < 0 and taken > 0:
+                batch = batch[:taken]
+                break
+        read[0] += len(batch)
+        return batch  # type: ignore[return-value]
+
+    read = [0]
 
     loopback = is_loopback(model.host)
     last_id = 0
@@ -216,7 +245,7 @@ def backfill(
                     corpus_classes={row[2] for row in work},
                 )
             # Read the next batch while the server embeds this one.
-            upcoming = fetch(last_id) if len(batch) == batch_size else []
+            upcoming = fetch(last_id)
             if future is not None:
                 result = future.result()
                 for vector in result.vectors:
@@ -235,8 +264,14 @@ def backfill(
                 }
                 rows = [(row[0], *by_text[row[1]]) for row in work]
                 report.vectors_reused += len(work) - len(texts)
+                facts = {row[0]: row[4] for row in work if row[4] is not None}
                 with conn.transaction(), conn.cursor() as cur:
-                    cur.executemany(insert, rows)
+                    content_rows = [r for r in rows if r[0] not in facts]
+                    fact_rows = [(*r, facts[r[0]]) for r in rows if r[0] in facts]
+                    if content_rows:
+                        cur.executemany(insert, content_rows)
+                    if fact_rows:
+                        cur.executemany(insert_fact, fact_rows)
                 report.vectors_written += len(rows)
                 report.truncated += sum(cut for _, _, cut in rows)
                 report.batches += 1
@@ -255,6 +290,27 @@ def backfill(
         report.notes.append(f"{report.skipped_blank} blank chunks have nothing to embed")
     report.seconds = time.monotonic() - started
     return report
+
+
+# Letter runs, digit runs, and each punctuation mark: how subword tokenizers first split text.
+_PIECES = re.compile(r"[^\W\d_]+|\d+|[^\w\s]|_")
+
+
+def _piece_tokens(piece: str) -> int:
+    if piece.isdigit():
+        return 1 + (len(piece) - 1) // 3
+    # A dictionary-shaped word is one or two tokens; a mixed-case run (base64, hashes,
+    # identifiers) falls apart into pieces of about two characters.
+    wordlike = (piece.islower() or piece.istitle() or piece.isupper()) and len(piece) <= 12
+    return 1 + (len(piece) - 1) // (4 if wordlike else 2)
+
+
+def estimate_tokens(text: str) -> int:
+    """A cautious count of the tokens ``text`` is for a subword tokenizer, without asking the
+    server. Against MiniLM's tokenizer on real prose, code, mail and PEM data the pieces alone
+    came within 0.66-1.4x of the truth; the factor 1.4 keeps the estimate above it, so a
+    budget in these units is not overrun (prose is overestimated, which costs only requests)."""
+    return math.ceil(1.4 * sum(_piece_tokens(p) for p in _PIECES.findall(text)))
 
 
 def _vector_literal(vector: list[float]) -> str:

@@ -50,6 +50,12 @@ class RegisteredModel:
         return f"emb_{self.slug}"
 
     @property
+    def fact_table(self) -> str:
+        """Where this model keeps the vectors of potential facts' chunks, keyed on the fact.
+        Cut to PostgreSQL's 63-character identifier limit, as the server would cut it."""
+        return f"potential_fact_emb_{self.slug}"[:63]
+
+    @property
     def operator(self) -> str:
         return DISTANCE_OPERATOR[self.distance]
 
@@ -185,6 +191,41 @@ def _create_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None
             "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {opclass})"
         ).format(name=sql.Identifier(f"{model.table}_hnsw"), table=table, opclass=opclass)
     conn.execute(index)
+    _create_fact_table(conn, model)
+
+
+def _create_fact_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
+    """``potential_fact_emb_<slug>``: the vectors of fact chunks, on an index of their own, so
+    search takes the nearest facts and the nearest passages separately (migration 006 makes
+    the same table for models registered before it)."""
+    table = sql.Identifier(model.fact_table)
+    conn.execute(
+        sql.SQL(
+            """
+            CREATE TABLE IF NOT EXISTS {table} (
+                fact_id     bigint PRIMARY KEY REFERENCES facts (id) ON DELETE CASCADE,
+                chunk_id    bigint NOT NULL UNIQUE REFERENCES chunks (id) ON DELETE CASCADE,
+                embedding   vector({dims}) NOT NULL,
+                truncated   boolean NOT NULL DEFAULT false,
+                embedded_at timestamptz NOT NULL DEFAULT now()
+            )
+            """
+        ).format(table=table, dims=sql.Literal(model.dimensions))
+    )
+    # pfe_<slug>_hnsw: a long slug already brings the table's name to the 63-character limit.
+    name = sql.Identifier(f"pfe_{model.slug}_hnsw")
+    expression: sql.Composable
+    if model.binary_quantization:
+        expression = sql.SQL("((binary_quantize(embedding)::bit({dims})) bit_hamming_ops)").format(
+            dims=sql.Literal(model.dimensions)
+        )
+    else:
+        expression = sql.SQL("(embedding {})").format(sql.SQL(_OPCLASS[model.distance]))
+    conn.execute(
+        sql.SQL("CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw {expression}").format(
+            name=name, table=table, expression=expression
+        )
+    )
 
 
 def registered_models(conn: psycopg.Connection[Any]) -> list[RegisteredModel]:
@@ -218,6 +259,7 @@ def remove_model(conn: psycopg.Connection[Any], name: str) -> RegisteredModel:
     model = find_model(conn, name)
     with conn.transaction():
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(model.table)))
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(model.fact_table)))
         conn.execute("DELETE FROM embedding_models WHERE name = %s", (model.name,))
     return model
 
@@ -234,4 +276,12 @@ def table_dimensions(conn: psycopg.Connection[Any], model: RegisteredModel) -> i
 
 
 def vector_count(conn: psycopg.Connection[Any], model: RegisteredModel) -> int:
-    return int(scalar(conn, sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(model.table))))
+    """Vectors of content chunks and of fact chunks together."""
+    return int(
+        scalar(
+            conn,
+            sql.SQL("SELECT (SELECT count(*) FROM {}) + (SELECT count(*) FROM {})").format(
+                sql.Identifier(model.table), sql.Identifier(model.fact_table)
+            ),
+        )
+    )

@@ -14,9 +14,9 @@ Choices worth knowing:
   ``core_properties.author`` (xlsx ``creator``), falling back to ``last_modified_by`` only when
   the author is empty, since the last person to save a file is the next best evidence of who
   wrote it. ``metadata["embedded_author_field"]`` says which field it came from.
-- CSV and TSV are not extracted: they are data exports, mostly machine-made and unbounded in
-  size, and a verbatim dump chunks into noise. JSON, XML and HTML wait for extractors of their
-  own.
+- CSV and TSV are read as tables, like a spreadsheet's sheet (``delimited.py``): the header
+  row kept, the rows capped as a sheet's are. A verbatim dump would chunk into noise. JSON, XML
+  and HTML wait for extractors of their own.
 - Mail (``.eml``, ``.emlx``, ``.mbox`` and files named ``mbox``) is filed as communication
   whatever the source's class, and attributed by its sender. An mbox holds many messages: it
   is ``multipart`` and read through ``extract_parts``, one document per message.
@@ -78,7 +78,7 @@ class ExtractionError(Exception):
 
 MARKDOWN = ExtractorSpec("markdown", 2, "markdown")
 TEXT = ExtractorSpec("text", 2, "prose")
-PDF = ExtractorSpec("pdf", 2, "prose")
+PDF = ExtractorSpec("pdf", 3, "prose")  # 3: scanned pages OCR'd, run-together words respaced
 DOCX = ExtractorSpec("docx", 2, "markdown")
 PPTX = ExtractorSpec("pptx", 2, "markdown")
 XLSX = ExtractorSpec("xlsx", 2, "markdown")
@@ -87,12 +87,17 @@ EML = ExtractorSpec("eml", 1, "prose", corpus_class="communication")
 EMLX = ExtractorSpec("emlx", 1, "prose", corpus_class="communication")
 MBOX = ExtractorSpec("mbox", 1, "prose", corpus_class="communication", multipart=True)
 IMAGE = ExtractorSpec("image", 1, "image")
+CSV = ExtractorSpec("csv", 1, "markdown")
+ODT = ExtractorSpec("odt", 1, "markdown")
+ODS = ExtractorSpec("ods", 1, "markdown")
+ODP = ExtractorSpec("odp", 1, "markdown")
 
 # Extractor name -> module under garage.extract.
 _MODULES = {
     "markdown": "text", "text": "text", "code": "text",
     "pdf": "pdf", "docx": "office", "pptx": "office", "xlsx": "office",
-    "eml": "mail", "emlx": "mail", "mbox": "mail", "image": "image",
+    "eml": "mail", "emlx": "mail", "mbox": "mail", "image": "image", "csv": "delimited",
+    "odt": "opendocument", "ods": "opendocument", "odp": "opendocument",
 }  # fmt: skip
 
 # Extension -> language. Names follow garage.chunk's separator table where it has the language
@@ -123,7 +128,9 @@ _TABLE: dict[str, ExtractorSpec] = {
     "md": MARKDOWN, "markdown": MARKDOWN, "mdown": MARKDOWN, "mkd": MARKDOWN, "mdx": MARKDOWN,
     "txt": TEXT, "text": TEXT, "rst": TEXT, "org": TEXT, "tex": TEXT, "adoc": TEXT,
     "asciidoc": TEXT,
-    "pdf": PDF, "docx": DOCX, "pptx": PPTX, "xlsx": XLSX, "xlsm": XLSX,
+    # Macro-enabled Office files are the same packages with a VBA part beside the content.
+    "pdf": PDF, "docx": DOCX, "docm": DOCX, "pptx": PPTX, "pptm": PPTX, "xlsx": XLSX,
+    "xlsm": XLSX, "csv": CSV, "tsv": CSV, "tab": CSV, "odt": ODT, "ods": ODS, "odp": ODP,
     "eml": EML, "emlx": EMLX, "mbox": MBOX,
     "png": IMAGE, "jpg": IMAGE, "jpeg": IMAGE, "tif": IMAGE, "tiff": IMAGE, "gif": IMAGE,
     "webp": IMAGE, "heic": IMAGE, "heif": IMAGE,

@@ -12,17 +12,14 @@ there too, so that every image kind follows one rule.
 from __future__ import annotations
 
 import io
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from garage.extract import Extraction, ExtractionError, ExtractorSpec, Picture
+from garage.extract.ocr import OCR_LANGUAGE, ocr
 
-OCR_TIMEOUT_SECONDS = 120  # a huge scan must not hold the whole source up
-OCR_LANGUAGE = "eng"
 MAX_PIXELS = 80_000_000  # past this Pillow suspects a decompression bomb; so do we
-_UPSCALE_BELOW = 1000  # Tesseract reads small text better twice the size
 
 # Screenshot file names in the languages macOS, Windows, Android and GNOME use.
 _SCREENSHOT_NAME = re.compile(
@@ -52,7 +49,7 @@ def extract(path: Path, data: bytes, spec: ExtractorSpec) -> Extraction:
         format=(image.format or path.suffix.lstrip(".")).upper(),
         screenshot=screenshot,
     )
-    text = _ocr(path, image)
+    text = ocr(path, image)
     metadata: dict[str, object] = {
         "width": picture.width,
         "height": picture.height,
@@ -126,40 +123,3 @@ def _says_screenshot(image: Any, exif: dict[int, Any]) -> bool:
     if isinstance(xmp, bytes):
         xmp = xmp.decode("utf-8", "replace")
     return "<exif:UserComment>" in xmp and "Screenshot" in xmp
-
-
-def _ocr(path: Path, image: Any) -> str:
-    import pytesseract
-    from PIL import ImageOps
-
-    try:
-        image.seek(0)  # a GIF's or a TIFF's first frame
-    except EOFError:
-        pass
-    page = ImageOps.exif_transpose(image)
-    if page.mode not in ("L", "RGB"):
-        page = page.convert("RGBA") if "A" in page.mode or page.mode == "P" else page.convert("RGB")
-    if page.mode == "RGBA":  # transparent pixels are black to Tesseract: put them on white
-        from PIL import Image
-
-        background = Image.new("RGB", page.size, "white")
-        background.paste(page, mask=page.getchannel("A"))
-        page = background
-    if max(page.size) < _UPSCALE_BELOW:
-        page = page.resize((page.width * 2, page.height * 2))
-    # Tesseract's OpenMP threads fight each other (and the rest of ingest) on small machines:
-    # one thread reads a page in half the time here. A user's own setting wins.
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
-    try:
-        text = pytesseract.image_to_string(page, lang=OCR_LANGUAGE, timeout=OCR_TIMEOUT_SECONDS)
-    except pytesseract.TesseractNotFoundError:
-        raise ExtractionError(
-            path, "Tesseract is not installed (apt-get install tesseract-ocr tesseract-ocr-eng)"
-        ) from None
-    except RuntimeError as error:  # pytesseract's timeout
-        raise ExtractionError(path, f"Tesseract gave up on it ({error})") from None
-    except pytesseract.TesseractError as error:
-        message = " ".join(str(error.message or error).split())[:300]
-        raise ExtractionError(path, f"Tesseract could not read it ({message})") from None
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

@@ -29,6 +29,8 @@ MAX_SCANNED = 100_000  # rows read per sheet, empty ones included
 MAX_UNPACKED = 1 << 30  # bytes: a zip that would inflate past this is refused (zip bombs)
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _PARTS = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
+_DOCM_MAIN = b"application/vnd.ms-word.document.macroEnabled.main+xml"
+_DOCX_MAIN = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
@@ -96,7 +98,7 @@ def _docx(data: bytes, spec: ExtractorSpec) -> Extraction:
     import docx
     from docx.table import Table
 
-    document = docx.Document(io.BytesIO(data))
+    document = docx.Document(io.BytesIO(_as_docx(data)))
     parts: list[str] = []
     first_heading: str | None = None
     paragraphs = tables = 0
@@ -122,6 +124,24 @@ def _docx(data: bytes, spec: ExtractorSpec) -> Extraction:
     title, author, meta = _core(document.core_properties)
     meta |= {"paragraphs": paragraphs, "tables": tables}
     return Extraction(_join(parts), title or first_heading, spec, meta, author)
+
+
+def _as_docx(data: bytes) -> bytes:
+    """python-docx refuses a .docm by its main part's content type, though the part is the same
+    WordprocessingML: read a copy whose [Content_Types].xml calls it a .docx part. (python-pptx
+    accepts .pptm as it is.)"""
+    with zipfile.ZipFile(io.BytesIO(data)) as source:
+        types = source.read("[Content_Types].xml")
+        if _DOCM_MAIN not in types:
+            return data
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as copy:
+            for info in source.infolist():
+                body = source.read(info)
+                if info.filename == "[Content_Types].xml":
+                    body = body.replace(_DOCM_MAIN, _DOCX_MAIN)
+                copy.writestr(info, body)
+    return out.getvalue()
 
 
 def _heading_level(paragraph: Any) -> int:

@@ -1,10 +1,15 @@
-"""PDF: pypdf first, escalating to pdfplumber page by page.
+"""PDF: pypdf first, escalating page by page to pdfplumber, PDFium and OCR.
 
 pypdf is fast and its text is faithful (it reproduces pypdf's own crazyones.txt exactly), but it
 flattens tables into runs of cells and misses text on some pages. pdfplumber is several times
 slower, so a page goes to it only when pypdf got little text from it, or when its content
 stream draws enough rectangles and lines to hold a ruled table. There the page is rebuilt from
 pdfplumber's text lines with each table, as a Markdown table, in its place on the page.
+
+Two more escalations, both through PDFium (``pdfium.py``): a page whose words run together
+(TeX output read by pypdf) takes PDFium's text, which spaces them; a page that still has no
+text but draws an image is a scan, rendered and read by Tesseract (``ocr.py``), within the
+run's OCR budget and MAX_OCR_PAGES per document. ``metadata["ocr_pages"]`` names those pages.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from garage.extract import Extraction, ExtractionError, ExtractorSpec, clean_rows, clean_title
+from garage.extract.ocr import OCR_LANGUAGE, OcrDeferred, current_budget, ocr
+from garage.extract.pdfium import PdfiumPages, run_on_share, runs_together
 from garage.extract.tables import markdown_table
 
 log = logging.getLogger(__name__)
@@ -23,6 +30,7 @@ log = logging.getLogger(__name__)
 LITTLE_TEXT = 80  # visible characters: below this, pypdf probably missed the page's text
 MIN_RULINGS = 6  # rectangles + line segments a page must draw before it may hold a table
 MAX_PLUMBED = 30  # pages per PDF given to pdfplumber (0.2-0.5 s each): bounds a long report
+MAX_OCR_PAGES = 100  # scanned pages OCR'd per PDF (seconds each): a scanned book is cut here
 _RULING = re.compile(rb"(?<![A-Za-z])(?:re|l)(?![A-Za-z])")  # path operators "re" and "l"
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -41,12 +49,17 @@ def extract(path: Path, data: bytes, spec: ExtractorSpec) -> Extraction:
             log.debug("pypdf failed on page %d of %s: %s", index + 1, path, error)
             page, text = None, ""
         texts.append(text)
-        if len("".join(text.split())) < LITTLE_TEXT:
+        if _visible(text) < LITTLE_TEXT:
             candidates.append((-(10**9), index))
         elif page is not None and (rulings := _rulings(page)) >= MIN_RULINGS:
             candidates.append((-rulings, index))
     escalate = sorted(index for _, index in sorted(candidates)[:MAX_PLUMBED])
     plumbed, tables, failed = _with_pdfplumber(data, texts, escalate) if escalate else ([], 0, [])
+    with PdfiumPages(data) as pdfium:
+        respaced = _respace(texts, pdfium)
+        scans = [i for i, text in enumerate(texts) if _visible(text) < LITTLE_TEXT]
+        scans = [i for i in scans if pdfium.has_image(i)]
+        ocred = _ocr_scans(path, texts, scans, pdfium)
     parts: list[str] = []
     offsets: list[int] = []  # where each page starts in the text; an empty page, where it stands
     length = 0
@@ -68,6 +81,12 @@ def extract(path: Path, data: bytes, spec: ExtractorSpec) -> Extraction:
         "encrypted": bool(reader.is_encrypted),
         **info,
     }
+    if respaced:
+        metadata["pdfium_pages"] = [i + 1 for i in respaced]
+    if scans:
+        metadata |= {"ocr": f"tesseract:{OCR_LANGUAGE}", "ocr_pages": [i + 1 for i in ocred]}
+        if len(scans) > len(ocred):
+            metadata["ocr_skipped_pages"] = len(scans) - len(ocred)
     if failed:
         metadata["pdfplumber_failed_pages"] = [i + 1 for i in failed]
     if len(candidates) > MAX_PLUMBED:
@@ -76,6 +95,50 @@ def extract(path: Path, data: bytes, spec: ExtractorSpec) -> Extraction:
     if author:
         metadata["embedded_author_field"] = "/Author"
     return Extraction("\n\n".join(parts), clean_title(info.get("title")), spec, metadata, author)
+
+
+def _visible(text: str) -> int:
+    return len("".join(text.split()))
+
+
+def _respace(texts: list[str], pdfium: PdfiumPages) -> list[int]:
+    """Pages whose words run together take PDFium's text, where it runs together less."""
+    respaced = []
+    for index, text in enumerate(texts):
+        if not runs_together(text):
+            continue
+        better = pdfium.text(index)
+        if better is not None and run_on_share(better) < run_on_share(text) / 2:
+            texts[index] = better
+            respaced.append(index)
+    return respaced
+
+
+def _ocr_scans(path: Path, texts: list[str], scans: list[int], pdfium: PdfiumPages) -> list[int]:
+    """OCR the scanned pages, in place; the pages read. A run's budget that cannot cover them
+    defers the whole file to the next run (OcrDeferred), unless the budget is untouched: then
+    a file larger than the whole budget is read as far as it goes, not deferred for ever."""
+    pages = scans[:MAX_OCR_PAGES]
+    budget = current_budget()
+    if budget is not None and pages:
+        if budget.left < len(pages) and budget.left < budget.total:
+            raise OcrDeferred(
+                path,
+                f"{len(pages)} scanned pages to OCR and {budget.left} left in this run's budget "
+                "(limits.ocr_max_pages_per_run): read on the next run",
+            )
+        pages = pages[: budget.left]
+        budget.left -= len(pages)
+    done = []
+    for index in pages:
+        image = pdfium.render(index)
+        if image is None:
+            continue
+        text = ocr(path, image)
+        if _visible(text) > _visible(texts[index]):
+            texts[index] = text
+        done.append(index)
+    return done
 
 
 def _open(path: Path, data: bytes) -> Any:

@@ -71,6 +71,7 @@ class LocalChatModel:
         *,
         corpus_classes: Iterable[str] = (),
         json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
@@ -83,6 +84,7 @@ class LocalChatModel:
             messages,
             corpus_classes=corpus_classes,
             json_schema=json_schema,
+            json_mode=json_mode,
             temperature=temperature,
             max_tokens=max_tokens,
             time_limit=self.time_limit,
@@ -95,18 +97,32 @@ class LocalChatModel:
         *,
         corpus_classes: Iterable[str] = (),
         json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
     ) -> str:
         """The whole reply. Streamed underneath, so the time limit and ``cancel`` stop the
         server's work too, not only the wait for it."""
+        if json_mode:
+            # Ollama's JSON mode (fact extraction): one plain request, no stream to cut short.
+            return self.client.chat(
+                self.provider,
+                self.host,
+                self.model,
+                messages,
+                corpus_classes=corpus_classes,
+                json_mode=True,
+                temperature=temperature,
+                max_tokens=max_tokens,
+            )
         return "".join(
             delta.text
             for delta in self.stream(
                 messages,
                 corpus_classes=corpus_classes,
                 json_schema=json_schema,
+                json_mode=json_mode,
                 temperature=temperature,
                 max_tokens=max_tokens,
                 cancel=cancel,

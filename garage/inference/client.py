@@ -223,14 +223,23 @@ class InferenceClient:
         *,
         corpus_classes: Iterable[str] = (),
         json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> str:
-        """The assistant's reply text. With a schema, the reply is JSON meant to match it."""
+        """The assistant's reply text. With a schema, the reply is JSON meant to match it;
+        ``json_mode`` asks for any JSON object (Ollama's ``format: "json"``)."""
         classes = frozenset(corpus_classes)
         self.guard.check(host, corpus_classes=classes, model_id=model_id)
         path, body = chat_body(
-            provider, model_id, messages, json_schema, temperature, max_tokens, stream=False
+            provider,
+            model_id,
+            messages,
+            json_schema,
+            temperature,
+            max_tokens,
+            stream=False,
+            json_mode=json_mode,
         )
         data = self._post(provider, host, path, body, model_id, classes)
         content = content_of(provider, data)
@@ -247,6 +256,7 @@ class InferenceClient:
         *,
         corpus_classes: Iterable[str] = (),
         json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
         time_limit: float | None = None,
@@ -261,7 +271,14 @@ class InferenceClient:
         classes = frozenset(corpus_classes)
         self.guard.check(host, corpus_classes=classes, model_id=model_id)
         path, body = chat_body(
-            provider, model_id, messages, json_schema, temperature, max_tokens, stream=True
+            provider,
+            model_id,
+            messages,
+            json_schema,
+            temperature,
+            max_tokens,
+            stream=True,
+            json_mode=json_mode,
         )
         url = host.rstrip("/") + path
         # Nothing arrives while the server reads a long prompt: the read timeout must not cut

@@ -19,8 +19,11 @@ def chat_body(
     max_tokens: int | None,
     *,
     stream: bool,
+    json_mode: bool = False,
 ) -> tuple[str, dict[str, Any]]:
-    """The route and body of a chat request in the provider's dialect."""
+    """The route and body of a chat request in the provider's dialect. ``json_mode`` asks for
+    any JSON object where no schema is given (Ollama ``format: "json"``, llama-server
+    ``json_object``; LM Studio refuses ``json_object``, so it is told in a system message)."""
     copied = [dict(m) for m in messages]
     if provider == "ollama":
         options: dict[str, Any] = {}
@@ -33,7 +36,11 @@ def chat_body(
             body["options"] = options
         if json_schema is not None:
             body["format"] = json_schema  # Ollama turns a schema into a grammar
+        elif json_mode:
+            body["format"] = "json"
         return "/api/chat", body
+    if json_mode and json_schema is None and provider == "lmstudio":
+        copied = _with_json_instruction(copied)
     body = {"model": model_id, "messages": copied, "stream": stream}
     if temperature is not None:
         body["temperature"] = temperature
@@ -46,7 +53,18 @@ def chat_body(
             "type": "json_schema",
             "json_schema": {"name": "reply", "strict": True, "schema": json_schema},
         }
+    elif json_mode and provider == "llama_server":
+        body["response_format"] = {"type": "json_object"}
     return "/v1/chat/completions", body
+
+
+def _with_json_instruction(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    instruction = "Reply with one JSON object only, no prose and no code fence."
+    if messages and messages[0].get("role") == "system":
+        first = dict(messages[0])
+        first["content"] = f"{first['content']}\n\n{instruction}"
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
 
 
 def content_of(provider: Provider, data: dict[str, Any]) -> Any:

@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 COMMUNICATION = "communication"
 
 # Model ids that name cloud APIs. Matched case-insensitively against the whole id and against
-# its last path segment ("openai/gpt-4o" is still gpt-4o).
+# its last path segment ("openai/gpt-4o" is still gpt-4o). GPT-OSS is an open-weight model that
+# Ollama and LM Studio run locally ("gpt-oss:20b"), not a cloud API.
 _CLOUD_MODEL = re.compile(
-    r"^(gemini|gpt-|gpt4|chatgpt|o[134](-|$)|claude|text-embedding-(3|ada)|davinci|"
+    r"^(gemini|gpt-(?!oss)|gpt4|chatgpt|o[134](-|$)|claude|text-embedding-(3|ada)|davinci|"
     r"command-r|mistral-(large|medium|small)-latest|grok)",
     re.IGNORECASE,
 )

@@ -18,6 +18,7 @@ import psycopg
 from garage.chunk import chunker_for
 from garage.config import GarageConfig, SourceConfig
 from garage.extract import ExtractionError, extract, extractor_for
+from garage.extract.ocr import OcrDeferred, ocr_budget
 from garage.ingest.parts import handle_multipart
 from garage.ingest.pictures import IMAGE_CHUNKER, plan_picture
 from garage.ingest.report import IngestReport
@@ -144,7 +145,10 @@ def _handle_single(run: IngestRun, entry: WalkEntry, uri: str, spec: Any) -> Non
     if run.judged_same_bytes(entry, uri, source_sha, spec):
         return run.count("unchanged", entry.path_str)
     try:
-        extraction = extract(entry.path, data)
+        with ocr_budget(run.ocr):
+            extraction = extract(entry.path, data)
+    except OcrDeferred as error:  # recorded with no extractor version: the next run reads it
+        return run.fail(entry, uri, str(error), source_sha)
     except ExtractionError as error:
         return run.fail(entry, uri, str(error), source_sha, spec)
     except Exception as error:  # an extractor bug must not stop the source

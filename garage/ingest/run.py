@@ -30,6 +30,7 @@ import psycopg
 from garage.attribute import GitAuthorIndex, Identity, attribute
 from garage.config import GarageConfig, SourceConfig
 from garage.extract import Extraction, ExtractorSpec
+from garage.extract.ocr import OcrBudget
 from garage.ingest import state
 from garage.ingest.deletion import plan_deletions
 from garage.ingest.report import IngestReport
@@ -94,6 +95,7 @@ class IngestRun:
         self.budget = MaterializationBudget(
             max_files=limits.materialize_max_files, max_bytes=limits.materialize_max_bytes
         )
+        self.ocr = OcrBudget(limits.ocr_max_pages_per_run)
         self.seen: list[str] = []
         self.unreadable_dirs: list[str] = []
         self.report.run_id = state.start_run(conn, self.source_id)

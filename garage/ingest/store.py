@@ -4,7 +4,8 @@ Replacing a document does not throw its chunks away. Each existing chunk whose o
 text and chunker match the new set is kept — its offsets and heading updated in place — so it
 keeps its row id, and with it its vectors in every ``emb_*`` table: an edit near the end of a
 file re-embeds only what changed. The rest are deleted and only new ones inserted. Fact chunks
-belong to the old content and go with it.
+are left alone here: they belong to their fact, and a change of content drops the facts (and so
+their chunks) in the database itself (migration 006's trigger), whoever writes the document.
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ def _match_existing(
     kept: dict[int, int] = {}
     stale: list[int] = []
     rows = conn.execute(
-        "SELECT id, ord, text_sha256, text, chunker, fact_id FROM chunks WHERE document_id = %s",
+        "SELECT id, ord, text_sha256, text, chunker, fact_id FROM chunks"
+        " WHERE document_id = %s AND fact_id IS NULL",
         (document_id,),
     ).fetchall()
     for row in rows:

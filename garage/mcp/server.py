@@ -1,4 +1,4 @@
-"""The MCP server: eight tools over the official SDK's MCPServer.
+"""The MCP server: ten tools over the official SDK's MCPServer.
 
 Every tool returns a dataclass, so its structured result maps field for field (scalars and
 lists would be wrapped in ``{"result": ...}``). None of them changes configuration: the
@@ -11,6 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from garage import __version__
+from garage.mcp.facts import FactTools
 from garage.mcp.generative import GenerativeTools
 from garage.mcp.runtime import Runtime
 from garage.mcp.tools import CorpusTools
@@ -34,6 +35,8 @@ TOOL_NAMES = (
     "rag_ask",
     "rag_agent",
     "rag_generate",
+    "rag_list_facts",
+    "rag_fact_stats",
 )
 
 
@@ -49,4 +52,6 @@ def build_server(runtime: Runtime) -> MCPServer:
         server.add_tool(fn, annotations=_READS, structured_output=True)
     for fn in GenerativeTools(runtime).all():
         server.add_tool(fn, annotations=_GENERATES, structured_output=True)
+    for fn in FactTools(runtime).all():
+        server.add_tool(fn, annotations=_READS, structured_output=True)
     return server

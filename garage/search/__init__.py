@@ -181,4 +181,7 @@ def _hit(row: dict[str, Any], excerpt_chars: int) -> SearchHit:
         vector_rank=row["vector_rank"],
         keyword_rank=row["keyword_rank"],
         metadata=metadata,
+        fact_id=row.get("fact_id"),
+        fact_prompt=row.get("fact_prompt"),
+        fact_class=row.get("fact_class"),
     )

@@ -52,9 +52,11 @@ _HITS = """
 SELECT f.chunk_id, f.score::float8 AS score, f.vector_rank, f.keyword_rank,
        c.document_id, d.uri, d.title, s.name AS source, d.corpus_class, a.name AS author,
        c.start_offset, c.end_offset, c.text, c.heading, c.metadata AS chunk_metadata,
-       {chunk_date} AS chunk_date
+       {chunk_date} AS chunk_date,
+       c.fact_id, fa.prompt_name AS fact_prompt, fa.fact_class
 FROM (SELECT * FROM fused ORDER BY score DESC, chunk_id LIMIT %(limit)s) f
 JOIN chunks c ON c.id = f.chunk_id {joins}
+LEFT JOIN facts fa ON fa.id = c.fact_id
 ORDER BY f.score DESC, f.chunk_id
 """
 

@@ -47,6 +47,11 @@ class SearchHit:
     vector_rank: int | None  # 1-based rank in that engine's candidates, None if absent
     keyword_rank: int | None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Set when the hit is a potential fact: start/end_offset are then its grounding span in
+    # the document, and the excerpt is the fact.
+    fact_id: int | None = None
+    fact_prompt: str | None = None
+    fact_class: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The vector leg: nearest chunks by the query's embedding, from the model's ``emb_<slug>``.
+"""The vector leg: nearest chunks by the query's embedding, from the model's ``emb_<slug>``,
+and nearest potential facts, from its ``potential_fact_emb_<slug>``.
 
 pgvector's HNSW scan returns at most ``hnsw.ef_search`` rows (default 40), so a leg that asks
 for 200 candidates gets 40 unless told otherwise. ``session_settings`` raises ``ef_search`` to
@@ -58,8 +59,10 @@ def session_settings(conn: psycopg.Connection[Any], candidates: int, *, filtered
     conn.execute(sql.SQL("SELECT {}").format(settings))
 
 
-def vector_ctes(model: RegisteredModel, filters: Filters) -> sql.Composable:
-    table = sql.Identifier(model.table)
+def _nearest(
+    model: RegisteredModel, table: str, filters: Filters, *, facts: bool
+) -> sql.Composable:
+    """(chunk_id, dist) of the nearest rows of one vector table, on that table's own index."""
     operator = sql.SQL(model.operator)
     order: sql.Composable
     limit: sql.Composable
@@ -75,11 +78,31 @@ def vector_ctes(model: RegisteredModel, filters: Filters) -> sql.Composable:
         order = sql.SQL("e.embedding {op} %(qvec)s::vector").format(op=operator)
         limit = sql.SQL("%(candidates)s")
     distance = sql.SQL("e.embedding {op} %(qvec)s::vector").format(op=operator)
+    # Filters reach a fact through its chunk's document, exactly as they reach a passage.
     joins, predicate = (
         (sql.SQL("JOIN chunks c ON c.id = e.chunk_id {}").format(FILTER_JOINS), filters.predicate)
         if filters.active
         else (sql.SQL(""), sql.SQL("true"))
     )
+    return sql.SQL(
+        "SELECT * FROM (SELECT e.chunk_id, {distance} AS dist FROM {table} e {joins}"
+        " WHERE {predicate} ORDER BY {order} LIMIT {limit}) {alias}"
+    ).format(
+        distance=distance,
+        table=sql.Identifier(table),
+        joins=joins,
+        predicate=predicate,
+        order=order,
+        limit=limit,
+        alias=sql.Identifier("near_facts" if facts else "near_chunks"),
+    )
+
+
+def vector_ctes(model: RegisteredModel, filters: Filters) -> sql.Composable:
+    """``vec``: the nearest content chunks (``emb_<slug>``) and the nearest potential facts
+    (``potential_fact_emb_<slug>``), each taken on its own index, ranked as one list by
+    distance — the architecture guide's rule, so a fact that states a query's answer outranks
+    the passage around it only when it is nearer."""
     similarity = sql.SQL(_SIMILARITY[model.distance].format(dist="nn.dist"))
     return sql.SQL(
         """
@@ -87,13 +110,7 @@ def vector_ctes(model: RegisteredModel, filters: Filters) -> sql.Composable:
             SELECT nn.chunk_id, row_number() OVER (ORDER BY nn.dist, nn.chunk_id) AS rank,
                    ({similarity})::float8 AS score
             FROM (
-                SELECT chunk_id, dist FROM (
-                    SELECT e.chunk_id, {distance} AS dist
-                    FROM {table} e {joins}
-                    WHERE {predicate}
-                    ORDER BY {order}
-                    LIMIT {limit}
-                ) near
+                SELECT chunk_id, dist FROM ({content} UNION ALL {facts}) near
                 ORDER BY dist, chunk_id
                 LIMIT %(candidates)s
             ) nn
@@ -101,23 +118,6 @@ def vector_ctes(model: RegisteredModel, filters: Filters) -> sql.Composable:
         """
     ).format(
         similarity=similarity,
-        distance=distance,
-        table=table,
-        joins=joins,
-        predicate=predicate,
-        order=order,
-        limit=limit,
+        content=_nearest(model, model.table, filters, facts=False),
+        facts=_nearest(model, model.fact_table, filters, facts=True),
     )
-
-
-def potential_fact_ctes(model: RegisteredModel, filters: Filters) -> sql.Composable | None:
-    """EXTENSION POINT — not implemented: the nearest potential facts.
-
-    The architecture guide's vector side also takes the nearest potential facts from
-    ``potential_fact_emb_<slug>``, each table on its own index, and ranks the union with the
-    content chunks by distance. Potential facts do not exist yet (no facts table, no
-    ``potential_fact_emb_*``), so this returns None and the vector leg is content chunks alone.
-    When they land: return a CTE of (chunk_id of the fact's chunk, dist) nearest-first from
-    that table, and have ``vector_ctes`` UNION ALL it with the content leg before ranking.
-    """
-    return None

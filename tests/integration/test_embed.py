@@ -18,6 +18,7 @@ import pytest
 
 from garage.config import GarageConfig
 from garage.embed import DimensionMismatch, RegistryError, embed, register_models
+from garage.embed.backfill import estimate_tokens
 from garage.embed.registry import registered_models, table_dimensions
 from garage.inference import EgressGuard, InferenceClient
 from garage.inference.model_key import auth_headers, load_key
@@ -201,6 +202,55 @@ def test_a_copied_folder_is_embedded_without_a_model_request(
             " WHERE ea.embedding <> eb.embedding",
         )
         assert different == 0
+
+
+def test_requests_are_sized_in_tokens(
+    migrated_db: str, llama: LlamaServers, tmp_path: Path
+) -> None:
+    """Each embedding request stays within the token budget (counted by the real server's
+    tokenizer), so an abandoned request is short; the estimate never undercounts."""
+    root = _tutorial(tmp_path / "docs", ["controlflow"])
+    code = material("libpython3.11-testsuite") / "usr/lib/python3.11/test"
+    shutil.copy(code / "test_base64.py", root / "test_base64.py")
+    budget = 1024
+    config = _config(llama, root)
+    embedding = config.embedding.model_copy(update={"batch_tokens": budget})
+    config = config.model_copy(update={"embedding": embedding})
+    assert config.embedding.batch_tokens == budget
+    run_ingest(migrated_db, config, "docs")
+    requests: list[list[str]] = []
+    real = httpx.HTTPTransport()
+
+    def counting(request: httpx.Request) -> httpx.Response:
+        # A recording wrapper around the real transport to the real llama-server.
+        if request.url.path.endswith("/embeddings"):
+            requests.append(json.loads(request.content)["input"])
+        return real.handle_request(request)
+
+    client = InferenceClient(
+        EgressGuard.from_config(config), transport=httpx.MockTransport(counting)
+    )
+    headers = auth_headers("llama_server", llama.embed_url, load_key())
+    with (
+        psycopg.connect(migrated_db, autocommit=True) as conn,
+        client,
+        httpx.Client(base_url=llama.embed_url, headers=headers, timeout=60) as server,
+    ):
+        [report] = embed(conn, client, config)
+        # At least one input a chunk (a chunk over the model's context is sent again, cut).
+        assert sum(len(r) for r in requests) >= report.vectors_written > 20
+
+        def tokens(text: str) -> int:
+            return len(server.post("/tokenize", json={"content": text}).json()["tokens"])
+
+        real_sizes = [sum(tokens(t) for t in request) for request in requests]
+        assert len(requests) > 3
+        assert all(
+            size <= budget for size, r in zip(real_sizes, requests, strict=True) if len(r) > 1
+        )
+        for request in requests:
+            for text in request:
+                assert estimate_tokens(text) >= tokens(text), text[:80]
 
 
 def test_long_chunk_is_truncated_and_recorded(

@@ -31,6 +31,8 @@ TOOLS = {
     "rag_ask",
     "rag_agent",
     "rag_generate",
+    "rag_list_facts",
+    "rag_fact_stats",
 }
 
 

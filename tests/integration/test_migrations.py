@@ -19,6 +19,8 @@ EXPECTED_TABLES = {
     "chunks",
     "documents",
     "embedding_models",
+    "fact_runs",
+    "facts",
     "ingest_outcomes",
     "ingest_runs",
     "ingest_seen",
@@ -35,6 +37,7 @@ EXPECTED_INDEXES = {
     "chunks_document_ord_idx",
     "chunks_fact_idx",
     "chunks_pkey",
+    "chunks_text_sha256_idx",
     "chunks_tsv_idx",
     "documents_author_idx",
     "documents_corpus_class_idx",
@@ -45,6 +48,12 @@ EXPECTED_INDEXES = {
     "embedding_models_one_default_idx",
     "embedding_models_pkey",
     "embedding_models_slug_key",
+    "fact_runs_pkey",
+    "facts_class_idx",
+    "facts_document_prompt_idx",
+    "facts_key_idx",
+    "facts_pkey",
+    "facts_text_fts_idx",
     "ingest_outcomes_pkey",
     "ingest_runs_pkey",
     "ingest_runs_source_idx",
@@ -164,3 +173,24 @@ def test_chunk_offsets_and_cascades_hold(migrated_db: str) -> None:
             )
         conn.execute("DELETE FROM sources WHERE id = %s", (source,))
         assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
+
+
+def test_models_registered_before_006_get_their_fact_vector_table(
+    blank_db: str, tmp_path: Path
+) -> None:
+    """006 creates potential_fact_emb_<slug> (and its HNSW index) for every model registered
+    before it; registration creates it for later ones."""
+    before = tmp_path / "schema"
+    before.mkdir()
+    for migration in discover():
+        if migration.version < 6:
+            shutil.copy(migration.path, before / migration.path.name)
+    with psycopg.connect(blank_db, autocommit=True) as conn:
+        migrate(conn, before)  # type: ignore[arg-type]
+        conn.execute(
+            "INSERT INTO embedding_models (name, slug, provider, host, model_id, dimensions)"
+            " VALUES ('old', 'old', 'llama_server', 'http://127.0.0.1:1', 'old', 8)"
+        )
+        migrate(conn)  # type: ignore[arg-type]
+        assert "potential_fact_emb_old" in public_tables(conn)
+        assert "pfe_old_hnsw" in public_indexes(conn)

@@ -30,9 +30,11 @@ def test_kinds_by_extension_case_insensitive() -> None:
     for name in ("a.rst", "a.org", "a.tex"):
         assert spec(name).name == "text"
     assert spec("Report.PDF").name == "pdf" and spec("Report.PDF").kind == "prose"
-    for name in ("a.docx", "a.pptx", "a.xlsx", "a.xlsm"):
+    for name in ("a.docx", "a.pptx", "a.xlsx", "a.xlsm", "a.docm", "a.pptm", "a.csv", "a.TSV"):
         assert spec(name).kind == "markdown", name
     assert spec("a.xlsm").name == "xlsx"
+    assert (spec("a.docm").name, spec("a.pptm").name) == ("docx", "pptx")  # the same packages
+    assert spec("a.csv").name == spec("a.tsv").name == "csv"
 
 
 def test_code_languages_match_the_chunker_names() -> None:
@@ -59,11 +61,11 @@ def test_path_strings_and_hidden_files() -> None:
 
 
 def test_unsupported_kinds_are_none() -> None:
-    # CSV is data (see garage.extract); HTML and JSON wait for their own extractors.
-    for name in ("data.csv", "page.html", "x.json", "Makefile", "a", "notmbox", "mbox.d/x"):
+    # HTML and JSON wait for their own extractors.
+    for name in ("page.html", "x.json", "Makefile", "a", "notmbox", "mbox.d/x"):
         assert extractor_for(Path(name)) is None, name
-    with pytest.raises(ExtractionError, match=r"^data\.csv: no extractor"):
-        extract(Path("data.csv"), b"a,b\n")
+    with pytest.raises(ExtractionError, match=r"^page\.html: no extractor"):
+        extract(Path("page.html"), b"<p>a</p>\n")
 
 
 def test_mail_and_images_by_extension() -> None:

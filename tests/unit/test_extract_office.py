@@ -203,3 +203,32 @@ def test_broken_packages_are_clear_errors(tmp_path: Path, pptx_files: Path) -> N
     truncated = (pptx_files / "test.pptx").read_bytes()[:5000]
     with pytest.raises(ExtractionError, match=r"^cut\.pptx: not a pptx file \(not a zip"):
         extract(Path("cut.pptx"), truncated)
+
+
+# -- macro-enabled packages ---------------------------------------------------------------------
+
+
+def test_real_pptm_reads_as_a_deck(pptx_files: Path) -> None:
+    result = run(pptx_files / "act-props.pptm")
+    assert result.spec.name == "pptx"
+    assert "## Slide 1" in result.text and "First" in result.text
+
+
+def test_docm_reads_as_a_document(tmp_path: Path) -> None:
+    # No real .docm ships in a package: this is python-docx's real test.docx saved the way Word
+    # saves a macro-enabled document (its main part's content type), which python-docx refuses.
+    source = material("python-docx") / "tests" / "test_files" / "test.docx"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(buffer, "w") as docm:
+        for info in original.infolist():
+            body = original.read(info)
+            if info.filename == "[Content_Types].xml":
+                body = body.replace(
+                    b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+                    b"application/vnd.ms-word.document.macroEnabled.main+xml",
+                )
+                assert b"macroEnabled" in body
+            docm.writestr(info, body)
+    result = extract(Path("macros.docm"), buffer.getvalue())
+    assert result.spec.name == "docx"
+    assert result.text == "# python-docx was here!\n\npython-docx was here too!"

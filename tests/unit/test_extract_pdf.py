@@ -1,4 +1,5 @@
-"""PDF extraction on pypdf's and OCRmyPDF's own test files, real broken ones included."""
+"""PDF extraction on pypdf's and OCRmyPDF's own test files, real broken ones included, Debian's
+LaTeX-typeset reference card, and a scan rendered here from a real PDF page."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from garage.extract import Extraction, ExtractionError, extract
+from garage.extract.ocr import OcrBudget, OcrDeferred, ocr_budget
+from garage.extract.pdfium import runs_together
 from tests.material import material
 
 SLOW = {"issue-604.pdf", "issue-301.pdf"}  # 137 pages of vector drawing; one 1 MB page
@@ -118,7 +121,8 @@ def test_every_real_pdf_extracts_or_fails_cleanly(resources: Path) -> None:
     readable = failed = 0
     for path in paths:
         try:
-            result = run(path)
+            with ocr_budget(OcrBudget(0)):  # OCR has tests of its own, below; here it is slow
+                result = run(path)
         except ExtractionError as error:
             assert str(error).startswith(f"{path.name}: "), error
             failed += 1
@@ -128,3 +132,79 @@ def test_every_real_pdf_extracts_or_fails_cleanly(resources: Path) -> None:
         offsets = result.metadata["page_offsets"]
         assert isinstance(offsets, list) and all(0 <= o <= len(result.text) for o in offsets)
     assert readable >= 60 and failed >= 10  # the encrypted ones, invalid.pdf
+
+
+# -- words run together, and scans ----------------------------------------------------------
+
+
+def test_words_run_together_are_respaced_by_pdfium() -> None:
+    card = material("debian-refcard") / "usr/share/doc/debian-refcard/refcard-en-a4.pdf.gz"
+    import gzip
+
+    data = gzip.decompress(card.read_bytes())
+    import io
+
+    import pypdf
+
+    pypdf_text = pypdf.PdfReader(io.BytesIO(data)).pages[0].extract_text()
+    assert "Queryinstalledpackages," in pypdf_text and runs_together(pypdf_text)
+    result = extract(Path("refcard-en-a4.pdf"), data)
+    assert result.metadata["pdfium_pages"] == [1, 2]
+    assert "Query installed packages," in result.text
+    assert "Write package selections to" in result.text
+    assert "ocr_pages" not in result.metadata  # a text page is never OCR'd
+
+
+def test_real_text_does_not_look_run_together(resources: Path) -> None:
+    text = (resources / "crazyones.txt").read_text(encoding="utf-8")
+    assert not runs_together(text * 5)
+    # CamelCase identifiers on a UML model's pages are not runs of words.
+    result = run(resources / "GeoBase_NHNC1_Data_Model_UML_EN.pdf")
+    assert "pdfium_pages" not in result.metadata
+
+
+def scan_of(page: Path, copies: int = 1) -> bytes:
+    """An image-only PDF made the way a scanner makes one: the page rendered at 200 dpi and
+    saved as pictures, with no text layer."""
+    import io
+
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(page)
+    image = document[0].render(scale=200 / 72).to_pil().convert("L")
+    document.close()
+    out = io.BytesIO()
+    image.save(out, "PDF", resolution=200, save_all=True, append_images=[image] * (copies - 1))
+    return out.getvalue()
+
+
+def test_a_scan_of_a_real_page_is_read_by_ocr(resources: Path) -> None:
+    result = extract(Path("scan.pdf"), scan_of(resources / "crazyones.pdf"))
+    assert result.metadata["ocr_pages"] == [1] and result.metadata["ocr"] == "tesseract:eng"
+    assert result.metadata["pages"] == 1
+    text = " ".join(result.text.split()).lower()
+    assert "the misfits" in text and "the round pegs in the square holes" in text
+
+
+def test_real_scans_from_ocrmypdf_are_read() -> None:
+    scans = material("ocrmypdf") / "tests" / "resources"
+    result = run(scans / "c03-29.pdf")  # a page of Huckleberry Finn, scanned
+    assert result.metadata["ocr_pages"] == [1]
+    assert "Miss Watson" in result.text
+    blank = run(scans / "blank.pdf")  # no text and no image: nothing to OCR
+    assert blank.text == "" and "ocr_pages" not in blank.metadata
+
+
+def test_the_run_budget_defers_what_it_cannot_cover(resources: Path) -> None:
+    data = scan_of(resources / "crazyones.pdf", copies=2)
+    spent = OcrBudget(10, left=1)
+    with ocr_budget(spent), pytest.raises(OcrDeferred, match=r"^two\.pdf: 2 scanned pages"):
+        extract(Path("two.pdf"), data)
+    assert spent.left == 1  # nothing spent on a deferred file
+    with ocr_budget(OcrBudget(0)):  # OCR turned off
+        assert extract(Path("two.pdf"), data).metadata["ocr_skipped_pages"] == 2
+    small = OcrBudget(1)  # a file larger than a whole budget is read as far as it goes
+    with ocr_budget(small):
+        result = extract(Path("two.pdf"), data)
+    assert result.metadata["ocr_pages"] == [1] and result.metadata["ocr_skipped_pages"] == 1
+    assert small.left == 0

@@ -1,0 +1,286 @@
+"""Fact extraction benchmark: what a local chat model extracts from real documents of mixed kinds.
+
+    .venv/bin/python bench/facts.py [--model-url http://127.0.0.1:18083] [--model ALIAS]
+                                    [--documents 20] [--max-bytes 1600] [--database-url URL]
+
+Real files written by other people (the test material cache, see tests/material.py): mail from
+CPython's email test suite, reStructuredText pages of the Python documentation, a PDF from
+pypdf's resources and Word documents from python-docx's. They are ingested into a scratch
+database exactly as ``garage ingest`` would, then ``enrich-facts`` runs the built-in default
+prompt and the architecture guide's entities recipe over each document in turn.
+
+Per kind of document, and overall: facts per 1,000 characters (the default prompt; metadata
+facts counted apart), the share of the model's extractions that were grounded (stored rather
+than dropped as unlocatable), seconds per 1,000 characters, and for the entities prompt a
+count per class. The model is the chat model answering at ``--model-url`` (its first
+``/v1/models`` id unless ``--model`` names one); by default the first of the Qwen2.5-Coder
+server on 18083 and SmolLM2 on 18081 that answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from psycopg import sql
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import with_database  # noqa: E402
+from garage.config import GarageConfig  # noqa: E402
+from garage.db.migrate import ensure_migrated  # noqa: E402
+from garage.facts import enrich_facts  # noqa: E402
+from garage.ingest import ingest_source  # noqa: E402
+
+MATERIAL = Path(os.environ.get("GARAGE_CACHE", Path.home() / ".cache" / "garage")) / "material"
+CANDIDATE_HOSTS = ("http://127.0.0.1:18083", "http://127.0.0.1:18081")
+
+ENTITIES: dict[str, Any] = {
+    "name": "entities",
+    "description": (
+        "Extract every named person, place, organization and event mentioned in this text. "
+        "Quote each mention exactly as it appears; do not paraphrase. For each, give "
+        "attributes: name (the full canonical name if the text states it, else the mention), "
+        "and kind. For a person also give role if the text states one; for an event also give "
+        "date if the text states one. Do not infer anything not stated."
+    ),
+    "examples": [
+        {
+            "text": (
+                "On 12 May 2019 Jane Doe of Acme Corp presented the Q2 roadmap at the Austin "
+                "Convention Center."
+            ),
+            "extractions": [
+                {"class": "event", "text": "presented the Q2 roadmap",
+                 "attributes": {"name": "Q2 roadmap presentation", "date": "2019-05-12"}},
+                {"class": "person", "text": "Jane Doe",
+                 "attributes": {"name": "Jane Doe", "role": "presenter"}},
+                {"class": "organization", "text": "Acme Corp", "attributes": {"name": "Acme Corp"}},
+                {"class": "place", "text": "Austin Convention Center",
+                 "attributes": {"name": "Austin Convention Center", "kind": "venue"}},
+            ],
+        }
+    ],
+}  # fmt: skip
+
+
+def pick_files(count: int, max_bytes: int) -> list[tuple[str, Path, str]]:
+    """(kind, file, name to copy it as): a spread of kinds, small enough that one document is
+    one or two extraction requests."""
+    mail = sorted(
+        MATERIAL.glob("libpython3.11-testsuite/usr/lib/python3.11/test/test_email/data/msg_*.txt")
+    )
+    prose = sorted(
+        MATERIAL.glob("python3.11-doc/usr/share/doc/python3.11/html/_sources/**/*.rst.txt")
+    )
+    pdfs = [MATERIAL / "pypdf" / "resources" / "crazyones.pdf"]
+    docx = sorted(MATERIAL.glob("python-docx/**/*.docx"))
+
+    def small(paths: list[Path], lower: int = 300) -> list[Path]:
+        return [p for p in paths if p.is_file() and lower <= p.stat().st_size <= max_bytes]
+
+    mails = [p for p in small(mail) if b"\nSubject:" in b"\n" + p.read_bytes()[:2000]]
+    chosen: list[tuple[str, Path, str]] = []
+    quota = {"mail": count * 2 // 5, "pdf": 1, "docx": 2}
+    quota["prose"] = count - sum(quota.values())
+    for kind, paths, suffix in (
+        ("mail", mails, ".eml"),
+        ("prose", small(prose, 600), ".txt"),
+        ("pdf", [p for p in pdfs if p.exists()], ".pdf"),
+        ("docx", [p for p in docx if 200 <= _docx_chars(p) <= max_bytes], ".docx"),
+    ):
+        # Evenly spread over what there is, not the first few of one folder.
+        step = max(1, len(paths) // max(quota[kind], 1))
+        for path in paths[::step][: quota[kind]]:
+            chosen.append((kind, path, f"{kind}-{len(chosen):02d}{suffix}"))
+    return chosen
+
+
+def _docx_chars(path: Path) -> int:
+    """How much paragraph text a Word file holds: most of python-docx's test files hold
+    almost none, and a bench of empty documents measures nothing."""
+    import docx
+
+    try:
+        return sum(len(p.text) for p in docx.Document(str(path)).paragraphs)
+    except Exception:
+        return 0
+
+
+def chat_host(args: argparse.Namespace) -> tuple[str, str]:
+    hosts = [args.model_url] if args.model_url else list(CANDIDATE_HOSTS)
+    with httpx.Client(timeout=5, trust_env=False) as http:
+        for host in hosts:
+            try:
+                if http.get(f"{host}/health").status_code != 200:
+                    continue
+                models = [m["id"] for m in http.get(f"{host}/v1/models").json()["data"]]
+            except (httpx.HTTPError, KeyError, ValueError):
+                continue
+            return host, args.model or models[0]
+    sys.exit(f"no chat model answers at {', '.join(hosts)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model-url", help="the chat server (default: 18083, else 18081)")
+    parser.add_argument("--model", help="its model id or alias (default: its first model)")
+    parser.add_argument("--documents", type=int, default=20)
+    parser.add_argument("--max-bytes", type=int, default=1600, help="largest file to pick")
+    parser.add_argument("--max-char-buffer", type=int, default=1000)
+    parser.add_argument("--max-extractions", type=int, default=8, help="per chunk")
+    parser.add_argument("--max-tokens", type=int, default=768, help="per reply")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("GARAGE_TEST_DATABASE_URL"),
+        help="the server to make a scratch database on",
+    )
+    args = parser.parse_args()
+    if not args.database_url:
+        sys.exit("--database-url (or GARAGE_TEST_DATABASE_URL) names the server to use")
+    host, model = chat_host(args)
+    files = pick_files(args.documents, args.max_bytes)
+    print(f"model {model} at {host}; {len(files)} documents", file=sys.stderr)
+
+    scratch = f"garage_bench_facts_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(args.database_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch)))
+    url = with_database(args.database_url, scratch)
+    folder = Path(tempfile.mkdtemp(prefix="garage-bench-facts-"))
+    try:
+        kinds: dict[str, str] = {}
+        for kind, path, name in files:
+            shutil.copy(path, folder / name)
+            kinds[name] = kind
+        config = GarageConfig.model_validate(
+            {
+                "sources": [{"name": "bench", "roots": [str(folder)]}],
+                "embedding": {"models": []},
+                "inference": {"provider": "llama_server", "model": model, "llama_host": host,
+                              "timeout_seconds": 600},
+                "facts": {"prompts": [ENTITIES], "max_char_buffer": args.max_char_buffer,
+                          "max_extractions": args.max_extractions,
+                          "max_tokens": args.max_tokens},
+            }
+        )  # fmt: skip
+        ensure_migrated(url)
+        rows = run(url, config, kinds)
+        print_table(rows, model)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        with psycopg.connect(args.database_url, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch))
+            )
+
+
+def run(url: str, config: GarageConfig, kinds: dict[str, str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        ingest_source(conn, config, config.source("bench"))
+        documents = conn.execute(
+            "SELECT id, uri, length(content) FROM documents ORDER BY id"
+        ).fetchall()
+        try:
+            for document_id, uri, chars in documents:
+                rows.append(measure(conn, config, kinds, document_id, uri, chars))
+        except KeyboardInterrupt:
+            # Ctrl-C: the table of the documents measured so far is still worth printing.
+            print(f"interrupted after {len(rows)} documents", file=sys.stderr)
+        ungrounded = conn.execute(
+            "SELECT count(*) FROM facts f JOIN documents d ON d.id = f.document_id"
+            " WHERE substr(d.content, f.start_offset + 1, f.end_offset - f.start_offset)"
+            " IS DISTINCT FROM f.text"
+        ).fetchone()
+        assert ungrounded is not None and ungrounded[0] == 0, "a stored span differs from the text"
+    return rows
+
+
+def measure(
+    conn: psycopg.Connection[Any],
+    config: GarageConfig,
+    kinds: dict[str, str],
+    document_id: int,
+    uri: str,
+    chars: int,
+) -> dict[str, Any]:
+    kind = kinds.get(Path(uri.removeprefix("file://")).name, "other")
+    row: dict[str, Any] = {"kind": kind, "chars": chars}
+    for prompt in ("metadata", "default", "entities"):
+        started = time.monotonic()
+        report = enrich_facts(conn, config, prompt_names=[prompt], document_ids=[document_id])
+        row[prompt] = {
+            "stored": report.facts_stored,
+            "dropped": report.dropped_ungrounded,
+            "seconds": time.monotonic() - started,
+            "failed": report.failed,
+            "requests": report.requests,
+            "unparsed": report.unparsed_replies,
+        }
+    classes = conn.execute(
+        "SELECT fact_class, count(*) FROM facts WHERE document_id = %s"
+        " AND prompt_name = 'entities' GROUP BY fact_class",
+        (document_id,),
+    ).fetchall()
+    row["classes"] = Counter(dict(classes))
+    print(
+        f"  {kind:6} {chars:6} chars: default {row['default']['stored']} stored / "
+        f"{row['default']['dropped']} dropped in {row['default']['seconds']:.1f}s, "
+        f"entities {row['entities']['stored']} / {row['entities']['dropped']} in "
+        f"{row['entities']['seconds']:.1f}s",
+        file=sys.stderr,
+    )
+    return row
+
+
+def print_table(rows: list[dict[str, Any]], model: str) -> None:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[row["kind"]].append(row)
+    groups["all"] = rows
+    header = (
+        f"{'kind':6} {'docs':>4} {'chars':>7} {'facts/1k':>8} {'grounded':>8} {'s/1k':>6} "
+        f"{'meta':>5} {'ent/1k':>7} {'ent grounded':>12} {'ent s/1k':>8}  entities per class"
+    )
+    print(f"model: {model}")
+    print(header)
+    print("-" * len(header))
+    for kind, group in groups.items():
+        chars = sum(r["chars"] for r in group)
+
+        def total(prompt: str, field: str, group: list[dict[str, Any]] = group) -> float:
+            return float(sum(r[prompt][field] for r in group))
+
+        def share(prompt: str) -> str:
+            seen = total(prompt, "stored") + total(prompt, "dropped")
+            return f"{total(prompt, 'stored') / seen:.0%}" if seen else "-"
+
+        per_k = 1000 / chars if chars else 0.0
+        classes: Counter[str] = Counter()
+        for r in group:
+            classes.update(r["classes"])
+        print(
+            f"{kind:6} {len(group):4} {chars:7} {total('default', 'stored') * per_k:8.2f} "
+            f"{share('default'):>8} {total('default', 'seconds') * per_k:6.1f} "
+            f"{int(total('metadata', 'stored')):5} {total('entities', 'stored') * per_k:7.2f} "
+            f"{share('entities'):>12} {total('entities', 'seconds') * per_k:8.1f}  "
+            + (", ".join(f"{c} {n}" for c, n in classes.most_common()) or "-")
+        )
+    failed = sum(r[p]["failed"] for r in rows for p in ("default", "entities"))
+    requests = sum(r[p]["requests"] for r in rows for p in ("default", "entities"))
+    unparsed = sum(r[p]["unparsed"] for r in rows for p in ("default", "entities"))
+    print(f"{requests} model requests, {unparsed} replies that did not parse, {failed} failed")
+
+
+if __name__ == "__main__":
+    main()

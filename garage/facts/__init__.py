@@ -1,0 +1,16 @@
+"""Stage 7, potential facts: span-grounded claims extracted from stored documents by LangExtract
+on the local chat model, plus the facts a mail's or a thread's headers state with no model."""
+
+from garage.facts.enrich import EnrichReport, FactsError, choose_extractor, enrich_facts
+from garage.facts.prompts import FactPrompt, effective_prompts, merge_prompts, select_prompts
+
+__all__ = [
+    "EnrichReport",
+    "FactPrompt",
+    "FactsError",
+    "choose_extractor",
+    "effective_prompts",
+    "enrich_facts",
+    "merge_prompts",
+    "select_prompts",
+]

@@ -1,0 +1,358 @@
+"""``enrich-facts``: run the fact prompts over stored documents, one document at a time.
+
+For each document: the metadata facts (no model), then every selected prompt that applies to
+it, each through LangExtract on the local chat model; then all of it is stored in one
+transaction. ``stale_only`` skips a prompt whose last run over the document had the same
+prompt hash, content hash and model. A communication is never sent to a model host that is
+not loopback: its prompts are skipped and counted, before any connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from garage.config import GarageConfig
+from garage.facts import metadata as metadata_facts
+from garage.facts.grounding import extract_prompt
+from garage.facts.language_model import GarageLanguageModel, extraction_schema
+from garage.facts.prompts import FactPrompt, effective_prompts, select_prompts
+from garage.facts.store import (
+    LANGEXTRACT_CHUNKER,
+    METADATA_CHUNKER,
+    PromptOutcome,
+    current_runs,
+    store_outcomes,
+)
+from garage.inference import EgressGuard, InferenceClient, LocalChatModel
+from garage.inference.client import Provider
+from garage.inference.egress import COMMUNICATION, is_cloud_model, is_loopback
+from garage.inference.errors import (
+    EgressRefused,
+    InferenceError,
+    ModelNotLoaded,
+    ServerUnavailable,
+)
+from garage.stopping import StopSignal
+
+log = logging.getLogger(__name__)
+
+METADATA = "metadata"
+Progress = Callable[[int], None]  # called with the number of documents just finished
+
+
+class FactsError(Exception):
+    """enrich-facts cannot run as asked; the message says what to change."""
+
+
+@dataclass
+class EnrichReport:
+    source: str | None
+    model: str | None  # '<provider>:<model id>' of the extractor, None when no prompt needs one
+    prompts: list[str]
+    documents_read: int = 0
+    documents_current: int = 0  # nothing due: every run current (--stale-only), or none applies
+    documents_changed: int = 0  # ingest replaced the text while its facts were extracted
+    prompts_run: int = 0  # (document, prompt) pairs extracted, metadata included
+    facts_stored: int = 0
+    metadata_facts: int = 0
+    dropped_ungrounded: int = 0
+    refused_egress: int = 0  # communications not sent to a non-loopback model host
+    failed: int = 0
+    requests: int = 0
+    unparsed_replies: int = 0  # model replies that were not JSON: their text yielded nothing
+    characters: int = 0  # of the documents read
+    seconds: float = 0.0
+    stopped: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def chars_per_second(self) -> float:
+        return self.characters / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        line = (
+            f"{self.documents_read} documents read, {self.prompts_run} prompt runs, "
+            f"{self.facts_stored} facts stored ({self.metadata_facts} from metadata), "
+            f"{self.dropped_ungrounded} dropped as ungrounded, {self.documents_current} current"
+            f" in {self.seconds:.1f}s ({self.chars_per_second:.0f} chars/s)"
+        )
+        if self.refused_egress:
+            line += (
+                f"; {self.refused_egress} communications not sent to a model host that is not "
+                "on this machine"
+            )
+        if self.unparsed_replies:
+            line += (
+                f"; {self.unparsed_replies} of {self.requests} model replies did not parse "
+                "(raise facts.max_tokens if they were cut off)"
+            )
+        if self.failed:
+            line += f"; {self.failed} failed"
+        if self.stopped:
+            line += f" (stopped: {self.stopped})"
+        return line
+
+
+@dataclass(frozen=True)
+class ExtractorChoice:
+    provider: Provider
+    model: str
+    host: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def choose_extractor(
+    config: GarageConfig, *, model: str | None = None, provider: str | None = None
+) -> ExtractorChoice | None:
+    """``--model``/``--provider``, else ``facts.*``, else ``inference.*``; None when nothing
+    names a model."""
+    facts, inference = config.facts, config.inference
+    chosen_provider: str = provider or (facts.provider if facts.model else inference.provider)
+    chosen_model = model or facts.model or inference.model
+    if not chosen_model:
+        return None
+    if chosen_provider not in ("ollama", "lmstudio", "llama_server"):
+        raise FactsError(f"--provider: {chosen_provider!r} is not ollama, lmstudio or llama_server")
+    if is_cloud_model(chosen_model):
+        raise FactsError(
+            f"model {chosen_model!r} names a cloud API; facts are extracted by a local model only"
+        )
+    typed: Provider = chosen_provider  # type: ignore[assignment]
+    return ExtractorChoice(typed, chosen_model, inference.host_for(typed))
+
+
+@dataclass(frozen=True)
+class _Document:
+    id: int
+    source: str
+    corpus_class: str
+    content_sha256: str
+    size: int
+    has_headers: bool  # a mail or a Messages thread: there are metadata facts to read
+
+
+def _documents(
+    conn: psycopg.Connection[Any], source: str | None, ids: Sequence[int] | None = None
+) -> list[_Document]:
+    rows = conn.execute(
+        "SELECT d.id, s.name, d.corpus_class, d.content_sha256, length(d.content),"
+        " (d.metadata ? 'chat_guid' AND d.metadata ? 'participants')"
+        " OR (d.metadata ? 'message_id' AND d.metadata ? 'from')"
+        " FROM documents d JOIN sources s ON s.id = d.source_id"
+        " WHERE (%(source)s::text IS NULL OR s.name = %(source)s)"
+        " AND (%(ids)s::bigint[] IS NULL OR d.id = ANY(%(ids)s)) ORDER BY d.id",
+        {"source": source, "ids": None if ids is None else list(ids)},
+    ).fetchall()
+    return [_Document(*(tuple(r.values()) if isinstance(r, dict) else tuple(r))) for r in rows]
+
+
+def enrich_facts(
+    conn: psycopg.Connection[Any],
+    config: GarageConfig,
+    *,
+    client: InferenceClient | None = None,
+    source: str | None = None,
+    prompt_names: Sequence[str] = (),
+    stale_only: bool = False,
+    model: str | None = None,
+    provider: str | None = None,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    stop: StopSignal | None = None,
+    schema_override: dict[str, Any] | None = None,
+    document_ids: Sequence[int] | None = None,
+) -> EnrichReport:
+    """Extract facts for the documents of ``source`` (default all). ``conn`` in autocommit.
+
+    ``limit`` caps the documents worked on (those skipped as current do not count).
+    ``schema_override`` replaces the output schema derived from each prompt's examples (the
+    tests use it to make a real model quote text the document does not hold)."""
+    started = time.monotonic()
+    wanted = [n for n in prompt_names if n != METADATA]
+    run_metadata = not prompt_names or METADATA in prompt_names
+    try:
+        prompts = (
+            select_prompts(effective_prompts(config), wanted) if wanted or not prompt_names else []
+        )
+    except KeyError as error:
+        raise FactsError(str(error)) from None
+    extractor = choose_extractor(config, model=model, provider=provider) if prompts else None
+    if prompts and extractor is None:
+        raise FactsError(
+            "no model to extract facts with: set facts.model (and facts.provider) or "
+            "inference.model in the config, or pass --model"
+        )
+    names = ([METADATA] if run_metadata else []) + [p.name for p in prompts]
+    report = EnrichReport(source, extractor.label if extractor else None, names)
+    own_client = client is None and extractor is not None
+    if client is None and extractor is not None:
+        client = InferenceClient(
+            EgressGuard.from_config(config), timeout=config.inference.timeout_seconds
+        )
+    chat = (
+        LocalChatModel(client, extractor.provider, extractor.host, extractor.model)
+        if extractor is not None and client is not None
+        else None
+    )
+    keys = metadata_facts.PersonKeys(conn, config.identity.emails)
+    try:
+        worked = 0
+        for document in _documents(conn, source, document_ids):
+            if stop is not None and stop.requested:
+                report.stopped = stop.reason
+                break
+            if limit is not None and worked >= limit:
+                break
+            did = _enrich_document(
+                conn,
+                config,
+                document,
+                prompts,
+                run_metadata,
+                stale_only,
+                chat,
+                keys,
+                report,
+                schema_override,
+            )
+            if did:
+                worked += 1
+                if progress is not None:
+                    progress(1)
+    finally:
+        if own_client and client is not None:
+            client.close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _enrich_document(
+    conn: psycopg.Connection[Any],
+    config: GarageConfig,
+    document: _Document,
+    prompts: Sequence[FactPrompt],
+    run_metadata: bool,
+    stale_only: bool,
+    chat: LocalChatModel | None,
+    keys: metadata_facts.PersonKeys,
+    report: EnrichReport,
+    schema_override: dict[str, Any] | None,
+) -> bool:
+    """Extract and store one document's facts; False when nothing had to run."""
+    runs = current_runs(conn, document.id) if stale_only else {}
+    label = chat and f"{chat.provider}:{chat.model}"
+
+    def current(name: str, sha: str, model: str) -> bool:
+        return runs.get(name) == (sha, document.content_sha256, model)
+
+    due = [
+        p
+        for p in prompts
+        if p.applies_to(document.corpus_class, document.source)
+        and not (stale_only and current(p.name, p.sha256, label or ""))
+    ]
+    metadata_due = (
+        run_metadata
+        and document.has_headers
+        and not (
+            stale_only
+            and current(METADATA, metadata_facts.METADATA_SHA256, metadata_facts.METADATA_MODEL)
+        )
+    )
+    if (
+        due
+        and chat is not None
+        and document.corpus_class == COMMUNICATION
+        and not is_loopback(chat.host)
+    ):
+        # The egress rule, applied before any connection: mail and chats go only to a model
+        # host on this machine. The client's guard would refuse it too; skipping here keeps
+        # the rest of the run going and says how many were held back.
+        report.refused_egress += 1
+        due = []
+    if not due and not metadata_due:
+        report.documents_current += 1
+        return False
+    row = conn.execute(
+        "SELECT content, metadata FROM documents WHERE id = %s", (document.id,)
+    ).fetchone()
+    if row is None:
+        return False
+    content, doc_metadata = (row["content"], row["metadata"]) if isinstance(row, dict) else row
+    doc_metadata = doc_metadata or {}
+    report.documents_read += 1
+    report.characters += len(content)
+    outcomes: list[PromptOutcome] = []
+    if metadata_due:
+        facts, dropped = metadata_facts.metadata_facts(content, doc_metadata, keys)
+        outcomes.append(
+            PromptOutcome(
+                METADATA,
+                metadata_facts.METADATA_SHA256,
+                metadata_facts.METADATA_MODEL,
+                METADATA_CHUNKER,
+                facts,
+                dropped,
+            )
+        )
+    for prompt in due:
+        assert chat is not None
+        model = GarageLanguageModel(
+            chat,
+            corpus_class=document.corpus_class,
+            schema=schema_override or _schema_for(prompt, config.facts.max_extractions),
+            max_tokens=config.facts.max_tokens,
+        )
+        try:
+            result = extract_prompt(
+                content, prompt, model, max_char_buffer=config.facts.max_char_buffer
+            )
+        except (ServerUnavailable, ModelNotLoaded, EgressRefused):
+            raise  # the same for every document: stop the run and say so
+        except InferenceError as error:
+            report.failed += 1
+            report.errors.append(f"document {document.id}, prompt {prompt.name}: {error}")
+            log.warning("document %s, prompt %s: %s", document.id, prompt.name, error)
+            continue
+        report.requests += result.requests
+        report.unparsed_replies += result.unparsed
+        outcomes.append(
+            PromptOutcome(
+                prompt.name,
+                prompt.sha256,
+                label or "",
+                LANGEXTRACT_CHUNKER.format(model=chat.model),
+                result.facts,
+                result.dropped,
+            )
+        )
+    if not outcomes:
+        return True
+    if not store_outcomes(conn, document.id, document.content_sha256, outcomes):
+        report.documents_changed += 1
+        return True
+    report.prompts_run += len(outcomes)
+    for outcome in outcomes:
+        report.facts_stored += len(outcome.facts)
+        report.dropped_ungrounded += outcome.dropped
+        if outcome.prompt_name == METADATA:
+            report.metadata_facts += len(outcome.facts)
+    return True
+
+
+def _schema_for(prompt: FactPrompt, max_items: int) -> dict[str, Any]:
+    attributes: dict[str, list[str]] = {}
+    for example in prompt.examples:
+        for extraction in example.extractions:
+            keys = attributes.setdefault(extraction.fact_class, [])
+            keys += [k for k in extraction.attributes if k not in keys]
+    return extraction_schema(prompt.classes or ("fact",), attributes, max_items=max_items)

@@ -56,8 +56,9 @@ class FactTools:
             int, Field(ge=0, le=1000, description="Document text on each side of the span.")
         ] = 200,
     ) -> FactList:
-        """List potential facts extracted from the owner's documents, each with its document,
-        its exact span in it and the text around it."""
+        """List the potential facts extracted from the owner's documents.
+
+        Each comes with its document, its exact span in it and the text around it."""
         with tool_errors():
             chosen = tuple(dict.fromkeys(corpus_classes))
             if not self.allow_communications:

@@ -112,7 +112,7 @@ def test_sdk_client_with_the_token_lists_and_calls_tools(served: str, corpus: Mc
                     return {"tools": tools, "search": search, "refused": refused}
 
     out = anyio.run(main)
-    assert len(out["tools"]) == 8 and "rag_ask" in out["tools"]
+    assert len(out["tools"]) == 10 and "rag_ask" in out["tools"]
     assert not out["search"].is_error
     assert out["search"].structured_content["hits"][0]["document_id"] == corpus.thread_id
     assert out["refused"].is_error

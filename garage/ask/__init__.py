@@ -1,7 +1,9 @@
 """rag_ask and rag_generate without MCP: the CLI and the MCP server share this code.
 
 ``ask`` runs the same retrieval as search, numbers the excerpts (each trimmed to ~1,200
-characters) and asks the local chat model to answer from them citing [n]. The result carries
+characters) and asks the local chat model which of them answer the question and what they say,
+as a JSON object the server constrains (garage.ask.structured); the excerpts it names become
+the answer's [n]. The result carries
 one Citation per excerpt the model was shown, so [n] resolves back to a document, and says
 which of them the answer cites (``cited``), which numbers it wrote that name no excerpt
 (``unresolved``, dropped from the text), and whether the model said the excerpts do not hold
@@ -31,7 +33,8 @@ from typing import Any, Literal
 import psycopg
 
 from garage.ask import prompts
-from garage.ask.citations import read_citations, says_not_in_excerpts
+from garage.ask.citations import ReadCitations, read_citations, says_not_in_excerpts
+from garage.ask.structured import AnswerStream, answer_schema
 from garage.config import GarageConfig
 from garage.inference import ContextExceeded, EgressRefused, LocalChatModel
 from garage.inference.client import Message
@@ -204,8 +207,10 @@ def ask(
     shown = generated.shown
     if len(shown) < len(hits):
         notes.append(f"{len(hits) - len(shown)} excerpt(s) left out to fit the model's context")
-    read = read_citations(generated.text, len(shown))
-    not_in = says_not_in_excerpts(read.text)
+    read, markers = _read_answer(generated, len(shown))
+    if markers and on_text:
+        on_text(markers)  # the streamed answer ends with its sources too
+    not_in = says_not_in_excerpts(read.text) and not read.cited
     if read.unresolved:
         names = ", ".join(f"[{n}]" for n in read.unresolved)
         notes.append(f"the answer cited {names}, which name no excerpt: dropped")
@@ -231,6 +236,21 @@ def ask(
         first_token_ms=generated.first_token_ms,
         took_ms=_ms_since(started),
     )
+
+
+def _read_answer(generated: _Generated, shown: int) -> tuple[ReadCitations, str]:
+    """The answer's text and citations: the excerpts the reply named, then any [n] the text
+    itself cites. Named excerpts the text does not already cite are appended as [n] markers,
+    so the answer a person reads carries its sources."""
+    inline = read_citations(generated.text, shown)
+    named = list(dict.fromkeys(generated.excerpts))
+    valid = [n for n in named if 1 <= n <= shown]
+    unresolved = list(dict.fromkeys([n for n in named if n not in valid] + inline.unresolved))
+    cited = list(dict.fromkeys(valid + inline.cited))
+    text = inline.text.strip()
+    missing = [n for n in valid if n not in inline.cited]
+    markers = " " + "".join(f"[{n}]" for n in missing) if missing and text else ""
+    return ReadCitations(text + markers, cited, unresolved), markers
 
 
 def _ms_since(started: float) -> float:
@@ -296,10 +316,11 @@ def fit_excerpts(
 
 @dataclass
 class _Generated:
-    text: str
+    text: str  # the answer's text, out of the reply's JSON
     shown: list[Citation]
     finish: Finish
     first_token_ms: float | None
+    excerpts: list[int] = field(default_factory=list)  # the excerpts the reply named
 
 
 def _generate(
@@ -319,7 +340,8 @@ def _generate(
         citations = shown if count == len(shown) else _citations(hits[:count], excerpt_chars)
         if on_progress:
             on_progress(1, 2, f"asking {model.model} with {len(citations)} excerpt(s)")
-        pieces: list[str] = []
+        reply = AnswerStream()
+        pieces = 0
         finish: Finish = "stop"
         first_token_ms = None
         asked = time.monotonic()
@@ -327,6 +349,7 @@ def _generate(
             for delta in model.stream(
                 ask_messages(question, citations),
                 corpus_classes={c.corpus_class for c in citations},
+                json_schema=answer_schema(len(citations)),
                 # Greedy: an answer from excerpts gains nothing from sampling, and the same
                 # question then gets the same answer.
                 temperature=0.0,
@@ -336,18 +359,20 @@ def _generate(
                 if delta.text:
                     if first_token_ms is None:
                         first_token_ms = _ms_since(asked)
-                    pieces.append(delta.text)
-                    if on_text:
-                        on_text(delta.text)
-                    if on_progress and len(pieces) % 16 == 0:
-                        done = min(len(pieces) / answer_tokens, 0.99)
-                        on_progress(1 + done, 2, f"{len(pieces)} pieces of the answer")
+                    pieces += 1
+                    added = reply.feed(delta.text)
+                    if added and on_text:
+                        on_text(added)
+                    if on_progress and pieces % 16 == 0:
+                        done = min(pieces / answer_tokens, 0.99)
+                        on_progress(1 + done, 2, f"{pieces} pieces of the answer")
                 if delta.finish_reason == "length":
                     finish = "length"
         except GenerationStopped as stopped:
             if stopped.reason != "time_limit":
                 raise
-            return _Generated(stopped.partial, citations, "time_limit", first_token_ms)
+            cut = reply.result()
+            return _Generated(cut.answer, citations, "time_limit", first_token_ms, cut.excerpts)
         except ContextExceeded:
             if pieces:
                 raise
@@ -360,7 +385,8 @@ def _generate(
             raise
         if on_progress:
             on_progress(2, 2, "answered")
-        return _Generated("".join(pieces), citations, finish, first_token_ms)
+        done = reply.result()
+        return _Generated(done.answer, citations, finish, first_token_ms, done.excerpts)
 
 
 def generate(

@@ -6,30 +6,27 @@ from __future__ import annotations
 # garage.ask.citations recognises it (and its usual rewordings).
 NOT_IN_EXCERPTS = "Not in the excerpts."
 
-# Small models cite when the rule is concrete (where the number goes) and repeated next to the
-# question; "cite your sources" alone gets no [n] from a 1.5B model. No example sentence: a
-# 1.5B model copies it into its answer.
+# The reply is a JSON object the server constrains (garage.ask.structured): the excerpts that
+# answer first, then the answer. Naming the excerpt before writing keeps a small model's
+# citation on the excerpt the answer comes from; the refusal is one fixed sentence with no
+# excerpt, so "not in the excerpts" is a shape, not a wording to guess at.
 ASK_SYSTEM = f"""\
 You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
 excerpts from their private index and a question. Use only what the excerpts say, never your \
 own knowledge.
 
-Rules:
-- End every sentence with the number of the excerpt it comes from, in square brackets: [1], \
-[2], and so on.
-- If no excerpt is about what the question asks, reply exactly: {NOT_IN_EXCERPTS}
-- Be brief: at most four sentences."""
+Reply with one JSON object:
+- "excerpts": the numbers of the excerpts that answer the question, the best first (one to three);
+- "answer": the answer in at most four sentences, in your own words, from those excerpts.
+If no excerpt is about what the question asks, reply \
+{{"excerpts": [], "answer": "{NOT_IN_EXCERPTS}"}}"""
 
-ASK_USER = (
-    """\
+ASK_USER = """\
 {excerpts}
 
 Question: {question}
 
-Answer from the excerpts only, ending each sentence with its excerpt number like [1]. If no \
-excerpt is about what the question asks, reply exactly: """
-    + NOT_IN_EXCERPTS
-)
+Which excerpts answer it, and what do they say? Reply with the JSON object."""
 
 NO_EXCERPTS = "Nothing in the index matched the question, so there is nothing to answer from."
 

@@ -1,0 +1,61 @@
+"""rag_ask's constrained reply: the schema's shape, and the answer pulled out of the JSON as
+it streams, whatever the pieces' boundaries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from garage.ask.prompts import NOT_IN_EXCERPTS
+from garage.ask.structured import AnswerStream, answer_schema
+
+REPLY = json.dumps(
+    {"excerpts": [2, 1], "answer": 'Use "int()" \\ or float().\nSee é and 😀 [2].'}
+)
+
+
+def _feed(reply: str, size: int) -> tuple[AnswerStream, str]:
+    stream = AnswerStream()
+    out = "".join(stream.feed(reply[i : i + size]) for i in range(0, len(reply), size))
+    return stream, out
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 1000])
+def test_the_answer_streams_out_of_the_json_whatever_the_piece_size(size: int) -> None:
+    reply = REPLY.replace("é", "\\u00e9").replace("😀", "\\ud83d\\ude00")
+    stream, out = _feed(reply, size)
+    expected = 'Use "int()" \\ or float().\nSee é and 😀 [2].'
+    assert out == expected
+    result = stream.result()
+    assert result.complete and result.excerpts == [2, 1] and result.answer == expected
+
+
+def test_a_reply_cut_off_mid_answer_keeps_what_arrived() -> None:
+    stream, out = _feed('{"excerpts": [3], "answer": "The loop ends when', 4)
+    result = stream.result()
+    assert not result.complete
+    assert result.excerpts == [3] and result.answer == out == "The loop ends when"
+
+
+def test_a_reply_cut_off_before_the_answer_has_no_text() -> None:
+    stream, out = _feed('{"excerpts": [1, 2', 3)
+    assert out == "" and stream.result().excerpts == [1, 2] and stream.result().answer == ""
+
+
+def test_a_server_that_ignores_the_schema_is_read_as_prose() -> None:
+    stream, out = _feed("  An answer [1].", 2)
+    assert out == "  An answer [1]." and stream.result().answer == "  An answer [1]."
+    assert stream.result().excerpts == []
+
+
+def test_the_schema_allows_a_cited_answer_or_the_refusal_only() -> None:
+    schema = answer_schema(4)
+    cited, refused = schema["anyOf"]
+    excerpts = cited["properties"]["excerpts"]
+    assert excerpts["items"]["enum"] == [1, 2, 3, 4]
+    assert excerpts["minItems"] == 1 and excerpts["maxItems"] == 3
+    assert list(cited["properties"]) == ["excerpts", "answer"]  # the excerpts come first
+    assert refused["properties"]["excerpts"]["maxItems"] == 0
+    assert refused["properties"]["answer"]["enum"] == [NOT_IN_EXCERPTS]
+    assert answer_schema(1)["anyOf"][0]["properties"]["excerpts"]["maxItems"] == 1

@@ -3,11 +3,10 @@
 ``ask`` runs the same retrieval as search, numbers the excerpts (each trimmed to ~1,200
 characters) and asks the local chat model which of them answer the question and what they say,
 as a JSON object the server constrains (garage.ask.structured); the excerpts it names become
-the answer's [n]. The result carries
-one Citation per excerpt the model was shown, so [n] resolves back to a document, and says
-which of them the answer cites (``cited``), which numbers it wrote that name no excerpt
-(``unresolved``, dropped from the text), and whether the model said the excerpts do not hold
-the answer (``not_in_excerpts``).
+the answer's [n]. The result carries one Citation per excerpt the model was shown, so [n]
+resolves back to a document, and says which of them the answer cites (``cited``), which
+numbers it wrote that name no excerpt (``unresolved``, dropped from the text), and whether
+the model said the excerpts do not hold the answer (``not_in_excerpts``).
 
 The prompt is fitted to the model's context in tokens (the server counts them when it can):
 fewer excerpts are shown rather than a prompt the server would refuse or cut. The answer is

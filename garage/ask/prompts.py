@@ -6,27 +6,29 @@ from __future__ import annotations
 # garage.ask.citations recognises it (and its usual rewordings).
 NOT_IN_EXCERPTS = "Not in the excerpts."
 
-# The reply is a JSON object the server constrains (garage.ask.structured): the excerpts that
-# answer first, then the answer. Naming the excerpt before writing keeps a small model's
-# citation on the excerpt the answer comes from; the refusal is one fixed sentence with no
-# excerpt, so "not in the excerpts" is a shape, not a wording to guess at.
+# The reply is a JSON object the server constrains (garage.ask.structured): whether an excerpt
+# states the answer, the excerpts that do, then the answer. Naming the excerpt before writing
+# keeps a small model's citation on the excerpt the answer comes from; saying "no" first is
+# what makes it refuse when search found nothing to the point (search always finds something).
 ASK_SYSTEM = f"""\
 You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
-excerpts from their private index and a question. Use only what the excerpts say, never your \
-own knowledge.
+excerpts from a search of their private index, and a question. The search always returns \
+something, so often no excerpt answers the question. Use only what the excerpts say, never \
+your own knowledge.
 
 Reply with one JSON object:
-- "excerpts": the numbers of the excerpts that answer the question, the best first (one to three);
-- "answer": the answer in at most four sentences, in your own words, from those excerpts.
-If no excerpt is about what the question asks, reply \
-{{"excerpts": [], "answer": "{NOT_IN_EXCERPTS}"}}"""
+- "stated": "yes" if an excerpt states the answer to the question, else "no";
+- "excerpts": the numbers of the excerpts that state it, the best first (one to three); [] when \
+"stated" is "no";
+- "answer": the answer in at most four sentences, from those excerpts; "{NOT_IN_EXCERPTS}" when \
+"stated" is "no"."""
 
 ASK_USER = """\
 {excerpts}
 
 Question: {question}
 
-Which excerpts answer it, and what do they say? Reply with the JSON object."""
+Does an excerpt state the answer? Reply with the JSON object."""
 
 NO_EXCERPTS = "Nothing in the index matched the question, so there is nothing to answer from."
 

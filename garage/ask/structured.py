@@ -2,10 +2,11 @@
 
 Asked in prose to end sentences with [n], a 1.5B model cites about half the time and often
 refuses when the answer is there. Constrained by a JSON schema (llama-server and Ollama turn it
-into a grammar, LM Studio takes it as ``json_schema``), the model must first name the excerpts
-that answer the question, then write the answer — or name none and write the one refusal
-sentence. Choosing the excerpt before writing is also what makes the citation point at the
-excerpt the answer comes from, not at whichever number comes to mind afterwards.
+into a grammar, LM Studio takes it as ``json_schema``), the model must first say whether an
+excerpt states the answer, then name the excerpts that do, then write the answer — or name
+none and write the one refusal sentence. Choosing the excerpt before writing is also what
+makes the citation point at the excerpt the answer comes from, not at whichever number comes
+to mind afterwards.
 
 The object streams token by token; :class:`AnswerStream` pulls the answer's text out of the
 JSON as it arrives, so a client still sees the answer being written.
@@ -25,12 +26,17 @@ MAX_CITED = 3
 
 
 def answer_schema(excerpts: int) -> dict[str, Any]:
-    """The reply's shape when ``excerpts`` numbered excerpts were shown: one to three excerpt
-    numbers and an answer, or no excerpt and the refusal sentence."""
+    """The reply's shape when ``excerpts`` numbered excerpts were shown: "stated": "yes", one
+    to three excerpt numbers and an answer; or "stated": "no", no excerpt and the refusal.
+
+    The yes/no comes first because a model asked only for excerpt numbers always names one:
+    search returns something for every question, and a number is what the grammar offers
+    next. Asked first whether an excerpt states the answer, it says no when none does."""
     numbers = list(range(1, excerpts + 1))
-    cited = {
+    stated = {
         "type": "object",
         "properties": {
+            "stated": {"type": "string", "enum": ["yes"]},
             "excerpts": {
                 "type": "array",
                 "items": {"type": "integer", "enum": numbers},
@@ -39,19 +45,20 @@ def answer_schema(excerpts: int) -> dict[str, Any]:
             },
             "answer": {"type": "string", "minLength": 1},
         },
-        "required": ["excerpts", "answer"],
+        "required": ["stated", "excerpts", "answer"],
         "additionalProperties": False,
     }
     refused = {
         "type": "object",
         "properties": {
+            "stated": {"type": "string", "enum": ["no"]},
             "excerpts": {"type": "array", "maxItems": 0},
             "answer": {"type": "string", "enum": [NOT_IN_EXCERPTS]},
         },
-        "required": ["excerpts", "answer"],
+        "required": ["stated", "excerpts", "answer"],
         "additionalProperties": False,
     }
-    return {"anyOf": [cited, refused]}
+    return {"anyOf": [stated, refused]}
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,8 @@ class AnswerStream:
             value = None
         if isinstance(value, dict) and isinstance(value.get("answer"), str):
             numbers = value.get("excerpts")
-            excerpts = [n for n in numbers if isinstance(n, int)] if isinstance(numbers, list) else []
+            listed = numbers if isinstance(numbers, list) else []
+            excerpts = [n for n in listed if isinstance(n, int)]
             return StructuredAnswer(excerpts, value["answer"], True)
         match = _EXCERPTS.search(self.raw)
         excerpts = [int(n) for n in re.findall(r"\d+", match.group(1))] if match else []

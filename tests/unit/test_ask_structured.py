@@ -10,9 +10,7 @@ import pytest
 from garage.ask.prompts import NOT_IN_EXCERPTS
 from garage.ask.structured import AnswerStream, answer_schema
 
-REPLY = json.dumps(
-    {"excerpts": [2, 1], "answer": 'Use "int()" \\ or float().\nSee é and 😀 [2].'}
-)
+REPLY = json.dumps({"excerpts": [2, 1], "answer": 'Use "int()" \\ or float().\nSee é and 😀 [2].'})
 
 
 def _feed(reply: str, size: int) -> tuple[AnswerStream, str]:
@@ -51,11 +49,14 @@ def test_a_server_that_ignores_the_schema_is_read_as_prose() -> None:
 
 def test_the_schema_allows_a_cited_answer_or_the_refusal_only() -> None:
     schema = answer_schema(4)
-    cited, refused = schema["anyOf"]
-    excerpts = cited["properties"]["excerpts"]
+    stated, refused = schema["anyOf"]
+    excerpts = stated["properties"]["excerpts"]
     assert excerpts["items"]["enum"] == [1, 2, 3, 4]
     assert excerpts["minItems"] == 1 and excerpts["maxItems"] == 3
-    assert list(cited["properties"]) == ["excerpts", "answer"]  # the excerpts come first
+    # The yes/no, then the excerpts, then the answer: the order the grammar makes it write.
+    assert list(stated["properties"]) == ["stated", "excerpts", "answer"]
+    assert stated["properties"]["stated"]["enum"] == ["yes"]
+    assert refused["properties"]["stated"]["enum"] == ["no"]
     assert refused["properties"]["excerpts"]["maxItems"] == 0
     assert refused["properties"]["answer"]["enum"] == [NOT_IN_EXCERPTS]
     assert answer_schema(1)["anyOf"][0]["properties"]["excerpts"]["maxItems"] == 1

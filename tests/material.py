@@ -12,11 +12,15 @@ Sources, versions exact:
 - Debian: libpython3.11-testsuite and python3.11-doc 3.11.2-6+deb12u9 (mail, PEM keys, decimal
   test tables; 497 reStructuredText documentation sources).
 - Debian: debian-refcard 12.0 (the reference card, typeset by LaTeX: pypdf runs its words
-  together, PDFium does not).
+  together, PDFium does not); git-doc 1:2.39.5-0+deb12u3 (Git's manuals, how-tos and release
+  notes, AsciiDoc sources); usb.ids 2025.07.26-0+deb12u1 (a generated device table).
 - PyPI sdists: pypdf 7.1.1 (resources/: 72 PDFs, crazyones.txt), ocrmypdf 17.13.0 (a corrupt
   invalid.pdf), python-docx 1.2.0, python-pptx 1.0.2 (docx, pptx, xlsx test files),
   freediscovery 1.3.1 (five real fedora-devel-list posts, each a one-message mbox file), odfpy
-  1.4.1 (tests/examples/: OpenDocument text, spreadsheets and presentations).
+  1.4.1 (tests/examples/: OpenDocument text, spreadsheets and presentations), msg-parser 1.2.0
+  (tests/files/: three Outlook .msg files, BSD licence: a newsletter with ten attachments, a
+  GBK-encoded bounce, a draft carrying an attached message), Django 5.2.19 (docs/: 656
+  documentation pages; AUTHORS: a statement followed by a thousand contributors).
 - PyPI wheels: gensim 4.4.0 (GloVe vectors, a stemmed token stream); vega-datasets 0.9.0
   (eight real CSV exports: airports, weather, stock prices, riots, employment).
 - "pptx-embedded-xlsx": the workbooks embedded in python-pptx's chart decks.
@@ -48,6 +52,8 @@ SDISTS = {
     "python-pptx": "1.0.2",
     "freediscovery": "1.3.1",
     "odfpy": "1.4.1",
+    "msg-parser": "1.2.0",
+    "django": "5.2.19",
 }
 GENSIM = "4.4.0"
 GENSIM_FILES = (
@@ -155,6 +161,8 @@ SOURCES: dict[str, Callable[[Path], Path]] = {
     "libpython3.11-testsuite": _debian("libpython3.11-testsuite"),
     "python3.11-doc": _debian("python3.11-doc"),
     "debian-refcard": _debian("debian-refcard", "12.0"),
+    "git-doc": _debian("git-doc", "1:2.39.5-0+deb12u3"),
+    "usb.ids": _debian("usb.ids", "2025.07.26-0+deb12u1"),
     "gensim": _gensim,
     "vega-datasets": _vega_datasets,
     "pptx-embedded-xlsx": _embedded_xlsx,

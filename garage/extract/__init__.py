@@ -17,9 +17,11 @@ Choices worth knowing:
 - CSV and TSV are read as tables, like a spreadsheet's sheet (``delimited.py``): the header
   row kept, the rows capped as a sheet's are. A verbatim dump would chunk into noise. JSON, XML
   and HTML wait for extractors of their own.
-- Mail (``.eml``, ``.emlx``, ``.mbox`` and files named ``mbox``) is filed as communication
-  whatever the source's class, and attributed by its sender. An mbox holds many messages: it
-  is ``multipart`` and read through ``extract_parts``, one document per message.
+- Mail (``.eml``, ``.emlx``, Outlook ``.msg``, ``.mbox`` and files named ``mbox``) is filed as
+  communication whatever the source's class, and attributed by its sender. An mbox holds many
+  messages: it is ``multipart`` and read through ``extract_parts``, one document per message.
+- An Outlook message is known by its bytes (an OLE compound file), not its name: one saved or
+  renamed ``.eml``, ``.txt`` or ``.md`` is read as the mail it is (``msg.py``).
 - Images are OCR'd (``image.py``); whether a picture also gets an image chunk is ingest's call
   (``garage.ingest.pictures``). Messages' ``chat.db`` is a source kind, not an extension.
 """
@@ -29,7 +31,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -81,10 +83,12 @@ TEXT = ExtractorSpec("text", 2, "prose")
 PDF = ExtractorSpec("pdf", 3, "prose")  # 3: scanned pages OCR'd, run-together words respaced
 DOCX = ExtractorSpec("docx", 2, "markdown")
 PPTX = ExtractorSpec("pptx", 2, "markdown")
-XLSX = ExtractorSpec("xlsx", 2, "markdown")
+XLSX = ExtractorSpec("xlsx", 3, "markdown")  # 3: what openpyxl cannot open, calamine reads
 CODE_VERSION = 2
-EML = ExtractorSpec("eml", 1, "prose", corpus_class="communication")
+# eml 2: an Outlook .msg saved or renamed .eml is read (it failed as "not an RFC 822 message").
+EML = ExtractorSpec("eml", 2, "prose", corpus_class="communication")
 EMLX = ExtractorSpec("emlx", 1, "prose", corpus_class="communication")
+MSG = ExtractorSpec("msg", 1, "prose", corpus_class="communication")
 MBOX = ExtractorSpec("mbox", 1, "prose", corpus_class="communication", multipart=True)
 IMAGE = ExtractorSpec("image", 1, "image")
 CSV = ExtractorSpec("csv", 1, "markdown")
@@ -92,11 +96,14 @@ ODT = ExtractorSpec("odt", 1, "markdown")
 ODS = ExtractorSpec("ods", 1, "markdown")
 ODP = ExtractorSpec("odp", 1, "markdown")
 
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Outlook .msg, and pre-2007 Office files
+
 # Extractor name -> module under garage.extract.
 _MODULES = {
     "markdown": "text", "text": "text", "code": "text",
     "pdf": "pdf", "docx": "office", "pptx": "office", "xlsx": "office",
-    "eml": "mail", "emlx": "mail", "mbox": "mail", "image": "image", "csv": "delimited",
+    "eml": "mail", "emlx": "mail", "msg": "mail", "mbox": "mail", "image": "image",
+    "csv": "delimited",
     "odt": "opendocument", "ods": "opendocument", "odp": "opendocument",
 }  # fmt: skip
 
@@ -131,7 +138,7 @@ _TABLE: dict[str, ExtractorSpec] = {
     # Macro-enabled Office files are the same packages with a VBA part beside the content.
     "pdf": PDF, "docx": DOCX, "docm": DOCX, "pptx": PPTX, "pptm": PPTX, "xlsx": XLSX,
     "xlsm": XLSX, "csv": CSV, "tsv": CSV, "tab": CSV, "odt": ODT, "ods": ODS, "odp": ODP,
-    "eml": EML, "emlx": EMLX, "mbox": MBOX,
+    "eml": EML, "emlx": EMLX, "msg": MSG, "mbox": MBOX,
     "png": IMAGE, "jpg": IMAGE, "jpeg": IMAGE, "tif": IMAGE, "tiff": IMAGE, "gif": IMAGE,
     "webp": IMAGE, "heic": IMAGE, "heif": IMAGE,
 }  # fmt: skip
@@ -163,7 +170,12 @@ def extract(path: Path, data: bytes) -> Extraction:
         raise ExtractionError(path, "no extractor for this kind of file")
     if spec.multipart:
         raise ExtractionError(path, f"{spec.name} holds many documents: use extract_parts")
-    module = importlib.import_module(f"garage.extract.{_MODULES[spec.name]}")
+    module_name = _MODULES[spec.name]
+    if spec.name in ("text", "markdown") and data.startswith(_OLE_MAGIC):
+        # Text is never an OLE compound file: this is an Outlook message under a text name.
+        # The spec keeps its name and version (what ingest compares) but files it as mail.
+        module_name, spec = "mail", replace(spec, corpus_class="communication")
+    module = importlib.import_module(f"garage.extract.{module_name}")
     result: Extraction = module.extract(path, data, spec)
     return result
 

@@ -1,4 +1,5 @@
-"""Mail: ``.eml``, Apple Mail's ``.emlx``, and ``mbox`` files (one document per message).
+"""Mail: ``.eml``, Apple Mail's ``.emlx``, and ``mbox`` files (one document per message);
+Outlook ``.msg`` files, under whatever name, are read by ``msg.py`` into the same document.
 
 A message becomes a header block (subject, from, to, cc, date, and the attachments by name)
 followed by its body: the plain part when there is one, the HTML part stripped to text otherwise.
@@ -63,7 +64,14 @@ class MailMessage:
 
 
 def extract(path: Path, data: bytes, spec: ExtractorSpec) -> Extraction:
-    """An ``.eml`` or ``.emlx`` file: exactly one message."""
+    """An ``.eml``, ``.emlx`` or ``.msg`` file: exactly one message.
+
+    What the bytes are decides, not the name: an Outlook message is often saved or renamed
+    ``.eml``, and a ``.msg`` may hold RFC 822 text that another client saved."""
+    from garage.extract.msg import is_outlook_msg, parse_msg
+
+    if is_outlook_msg(data):
+        return as_extraction(parse_msg(path, data), spec)
     extra: dict[str, object] = {}
     if spec.name == "emlx":
         data, extra = split_emlx(path, data)
@@ -210,37 +218,67 @@ def parse_message(path: Path, data: bytes) -> MailMessage:
     to, cc = _addresses(message, "to"), _addresses(message, "cc")
     body = _body(message, notes)
     attachments = _attachments(message)
+    message_id = _header(message, "message-id").strip() or None
+    extra: dict[str, object] = {}
+    in_reply_to = _header(message, "in-reply-to").strip()
+    if in_reply_to:
+        extra["in_reply_to"] = in_reply_to
+    defects = sorted({type(d).__name__ for part in message.walk() for d in part.defects})
+    if defects:
+        extra["defects"] = defects
+    return compose(
+        headers=headers,
+        sender=sender,
+        to=to,
+        cc=cc,
+        date=_iso_date(headers["date"]),
+        body=body,
+        attachments=attachments,
+        message_id=message_id,
+        extra=extra | notes,
+    )
+
+
+def compose(
+    *,
+    headers: dict[str, str],
+    sender: tuple[str | None, str | None],
+    to: list[dict[str, str | None]],
+    cc: list[dict[str, str | None]],
+    date: str | None,
+    body: str,
+    attachments: list[str],
+    message_id: str | None,
+    extra: dict[str, object],
+) -> MailMessage:
+    """A message as a document: the header block, a blank line and the body, with the same
+    metadata whatever the file it came from (RFC 822 or an Outlook ``.msg``).
+
+    ``headers`` holds the display values of subject, from, to, cc and date."""
     lines = [
         f"{label}: {value}"
         for label, value in (
-            ("Subject", headers["subject"]),
-            ("From", headers["from"]),
-            ("To", headers["to"]),
-            ("Cc", headers["cc"]),
-            ("Date", headers["date"]),
+            ("Subject", headers.get("subject", "")),
+            ("From", headers.get("from", "")),
+            ("To", headers.get("to", "")),
+            ("Cc", headers.get("cc", "")),
+            ("Date", headers.get("date", "")),
             ("Attachments", ", ".join(attachments)),
         )
         if value
     ]
     text = "\n".join(lines) + ("\n\n" + body if body else "") + "\n"
-    message_id = _header(message, "message-id").strip() or None
+    subject = headers.get("subject") or None
     metadata: dict[str, object] = {
         "message_id": message_id,
-        "subject": headers["subject"] or None,
+        "subject": subject,
         "from": _address_dict(sender),
         "to": to,
         "cc": cc,
-        "date": _iso_date(headers["date"]),
+        "date": date,
         "attachments": attachments,
     }
-    in_reply_to = _header(message, "in-reply-to").strip()
-    if in_reply_to:
-        metadata["in_reply_to"] = in_reply_to
-    defects = sorted({type(d).__name__ for part in message.walk() for d in part.defects})
-    if defects:
-        metadata["defects"] = defects
-    metadata |= notes
-    return MailMessage(text, headers["subject"] or None, metadata, sender, message_id)
+    return MailMessage(text, subject, metadata | extra, sender, message_id)
 
 
 def _header(message: Message, name: str) -> str:

@@ -6,7 +6,8 @@
   reading order (top to bottom, left to right), tables as Markdown, and the speaker notes.
 - xlsx: a ``## SheetName`` heading per sheet and the sheet as a Markdown table whose header is
   its first non-empty row, capped at MAX_ROWS rows and MAX_COLUMNS columns (recorded in
-  metadata as ``truncated`` and ``truncated_columns``).
+  metadata as ``truncated`` and ``truncated_columns``). A workbook openpyxl cannot open is read
+  by calamine instead (``calamine.py``), with ``reader`` and ``openpyxl_error`` in metadata.
 
 Headers, footers, comments and text boxes are left out: they repeat or annotate the body.
 """
@@ -17,6 +18,7 @@ import datetime as dt
 import io
 import warnings
 import zipfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -233,38 +235,72 @@ def _reading_order(shapes: Any) -> list[Any]:
 def _xlsx(data: bytes, spec: ExtractorSpec) -> Extraction:
     import openpyxl
 
-    book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+        try:
+            parts, meta = _sheets_markdown(
+                (sheet.title, sheet.iter_rows(values_only=True)) for sheet in book.worksheets
+            )
+            title, author, core = _core(book.properties)
+            sheetnames = book.sheetnames
+        finally:
+            book.close()
+    except Exception as error:  # KeyError, ValueError, lxml errors: try the second reader
+        return _xlsx_calamine(data, spec, error)
+    meta |= core | {"sheets": sheetnames}
+    return Extraction(_join(parts), title, spec, meta, author)
+
+
+def _xlsx_calamine(data: bytes, spec: ExtractorSpec, first: Exception) -> Extraction:
+    """A workbook openpyxl cannot open, read by calamine (``calamine.py`` says when that is)."""
+    from garage.extract import calamine
+
+    why = f"{type(first).__name__}: {' '.join(str(first).split())[:200]}"
+    try:
+        sheets = list(calamine.sheets(data))
+        parts, meta = _sheets_markdown(sheets)
+    except Exception as second:
+        raise ValueError(
+            f"openpyxl failed ({why}) and so did calamine ({type(second).__name__}: {second})"
+        ) from None
+    props = calamine.core_properties(data)
+    title, author, core = _core(props) if props is not None else (None, None, {})
+    meta |= core | {"sheets": [name for name, _ in sheets], "reader": "calamine"}
+    meta["openpyxl_error"] = why
+    return Extraction(_join(parts), title, spec, meta, author)
+
+
+def _sheets_markdown(
+    sheets: Iterable[tuple[str, Iterable[Sequence[object]]]],
+) -> tuple[list[str], dict[str, object]]:
+    """Each sheet as a ``## name`` heading and a Markdown table, rows and columns capped."""
     parts: list[str] = []
     truncated: dict[str, int] = {}
     wide: set[str] = set()
-    try:
-        for sheet in book.worksheets:
-            rows: list[list[str]] = []
-            for scanned, values in enumerate(sheet.iter_rows(values_only=True)):
-                if scanned >= MAX_SCANNED:  # a million formatted but empty rows: stop
-                    break
-                row = [_cell(v) for v in values[:MAX_COLUMNS]]
-                if not any(row):
-                    continue  # blank rows separate blocks; they carry no text
-                if len(rows) > MAX_ROWS:  # the header and MAX_ROWS data rows are kept
-                    truncated[sheet.title] = MAX_ROWS
-                    break
-                if len(values) > MAX_COLUMNS and any(v is not None for v in values[MAX_COLUMNS:]):
-                    wide.add(sheet.title)
-                rows.append(row)
-            if rows:
-                width = max(j + 1 for row in rows for j, v in enumerate(row) if v)
-                table = markdown_table([row[:width] for row in rows])
-                parts.append(f"## {sheet.title}\n\n{table}")
-        title, author, meta = _core(book.properties)
-        meta |= {"sheets": book.sheetnames, "max_rows_per_sheet": MAX_ROWS}
-        if truncated:
-            meta["truncated"] = truncated  # sheet -> data rows kept
-        if wide:
-            meta["truncated_columns"] = {name: MAX_COLUMNS for name in sorted(wide)}
-    finally:
-        book.close()
-    return Extraction(_join(parts), title, spec, meta, author)
+    for name, sheet_rows in sheets:
+        rows: list[list[str]] = []
+        for scanned, values in enumerate(sheet_rows):
+            if scanned >= MAX_SCANNED:  # a million formatted but empty rows: stop
+                break
+            row = [_cell(v) for v in values[:MAX_COLUMNS]]
+            if not any(row):
+                continue  # blank rows separate blocks; they carry no text
+            if len(rows) > MAX_ROWS:  # the header and MAX_ROWS data rows are kept
+                truncated[name] = MAX_ROWS
+                break
+            if len(values) > MAX_COLUMNS and any(v is not None for v in values[MAX_COLUMNS:]):
+                wide.add(name)
+            rows.append(row)
+        if rows:
+            width = max(j + 1 for row in rows for j, v in enumerate(row) if v)
+            table = markdown_table([row[:width] for row in rows])
+            parts.append(f"## {name}\n\n{table}")
+    meta: dict[str, object] = {"max_rows_per_sheet": MAX_ROWS}
+    if truncated:
+        meta["truncated"] = truncated  # sheet -> data rows kept
+    if wide:
+        meta["truncated_columns"] = {name: MAX_COLUMNS for name in sorted(wide)}
+    return parts, meta
 
 
 def _cell(value: object) -> str:

@@ -384,8 +384,8 @@ def _generate(
             raise
         if on_progress:
             on_progress(2, 2, "answered")
-        done = reply.result()
-        return _Generated(done.answer, citations, finish, first_token_ms, done.excerpts)
+        whole = reply.result()
+        return _Generated(whole.answer, citations, finish, first_token_ms, whole.excerpts)
 
 
 def generate(

@@ -38,7 +38,13 @@ NOTES = {
     "garden.md": [
         "Tomato plants need six hours of sunlight every day.",
         "The rain barrel holds two hundred litres.",
+        "The rain barrel does not hold two hundred litres.",
     ],
+}
+# Claims stored in the mails (communications), for the egress rule.
+MAIL_CLAIMS = {
+    "tickets.eml": ["The night train leaves Madrid at ten."],
+    "reply.eml": ["The night train departs from Madrid at ten."],
 }
 
 MAILS = {
@@ -58,7 +64,7 @@ Subject: Re: Train tickets to Lisbon
 Date: Sat, 02 Mar 2024 11:00:00 +0000
 Message-ID: <def456@example.org>
 
-Thanks! The night train departs from Madrid at ten, so I will be there early.
+Thanks! The night train departs from Madrid at ten. I will be there early.
 """,
 }
 
@@ -108,13 +114,15 @@ def embed_all(url: str, config: Any) -> None:
         embed(conn, client, config)
 
 
-def build_corpus(url: str, llama: LlamaServers, folder: Path, **sections: Any) -> Any:
+def build_corpus(
+    url: str, llama: LlamaServers, folder: Path, *, mail_claims: bool = False, **sections: Any
+) -> Any:
     write_corpus(folder)
     config = facts_config(llama, folder, url, **sections)
     with psycopg.connect(url, autocommit=True) as conn:
         ingest_source(conn, config, config.source("mixed"))
         report = enrich_facts(conn, config, prompt_names=["metadata"])
         assert report.metadata_facts > 0
-    store_claims(url, {name: claims for name, claims in NOTES.items()})
+    store_claims(url, NOTES | (MAIL_CLAIMS if mail_claims else {}))
     embed_all(url, config)
     return config

@@ -166,7 +166,7 @@ def save(
     with conn.transaction():
         if deleted:
             conn.execute("DELETE FROM distilled_facts WHERE id = ANY(%s)", (deleted,))
-        with conn.cursor() as cur:
+        with conn.cursor(row_factory=tuple_row) as cur:
             for group in groups:
                 representative = group.representative
                 assert representative is not None

@@ -82,8 +82,11 @@ def write_corpus(root: Path) -> Path:
     return root
 
 
-def store_claims(url: str, claims_by_file: dict[str, list[str]]) -> int:
-    """Store each file's claims as potential facts of the default prompt, at their spans."""
+Claim = str | tuple[str, str, dict[str, str]]  # "text", "class|text" or (class, text, attributes)
+
+
+def store_claims(url: str, claims_by_file: dict[str, list[Claim]], prompt: str = "default") -> int:
+    """Store each file's claims as potential facts of ``prompt``, at their spans."""
     stored = 0
     with psycopg.connect(url, autocommit=True) as conn:
         for name, claims in claims_by_file.items():
@@ -95,14 +98,23 @@ def store_claims(url: str, claims_by_file: dict[str, list[str]]) -> int:
             document_id, content, content_sha256 = row
             facts = []
             for claim in claims:
-                fact_class, _, text = claim.rpartition("|")
+                if isinstance(claim, tuple):
+                    fact_class, text, attributes = claim
+                else:
+                    fact_class, _, text = claim.rpartition("|")
+                    attributes = {}
                 start = content.index(text)
                 facts.append(
                     GroundedFact(
-                        fact_class or "fact", text, start, start + len(text), "match_exact"
+                        fact_class or "fact",
+                        text,
+                        start,
+                        start + len(text),
+                        "match_exact",
+                        dict(attributes),
                     )
                 )
-            outcome = PromptOutcome("default", "test", "test:claims", "facts:test", facts, 0)
+            outcome = PromptOutcome(prompt, "test", "test:claims", "facts:test", facts, 0)
             assert store_outcomes(conn, document_id, content_sha256, [outcome])
             stored += len(facts)
     return stored

@@ -378,7 +378,10 @@ def test_a_group_holding_mail_never_reaches_a_remote_model(
     assert report.withheld_egress == 1
     assert not any("night train" in body for body in seen)
     # The mail's group was not kept: each of its facts stands alone.
-    for text in ("The night train leaves Madrid at ten.", "The night train departs from Madrid at ten."):
+    for text in (
+        "The night train leaves Madrid at ten.",
+        "The night train departs from Madrid at ten.",
+    ):
         [(nodes, status)] = _rows(
             migrated_db,
             "SELECT g.nodes, g.status FROM facts f JOIN distilled_facts g"

@@ -10,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from garage.clusters.guard import compatible, disagreement, read_claim
 from garage.clusters.grow import Attacher, full_groups
+from garage.clusters.guard import compatible, disagreement, read_claim
 from garage.clusters.level1 import restatements
 from garage.clusters.model import Group, Node, Settings, unit
 
@@ -95,8 +95,12 @@ def test_close_vectors_never_group_across_a_disagreement() -> None:
     alone would put them all in one group; the claims split them."""
     rng = np.random.default_rng(3)
     base = rng.normal(size=64)
-    texts = [f"Acme has {n} employees{' not' if neg else ''} on {day}."
-             for n in (40, 41, 42) for neg in (False, True) for day in ("Monday", "Friday")]  # fmt: skip
+    texts = [
+        f"Acme has {n} employees{' not' if neg else ''} on {day}."
+        for n in (40, 41, 42)
+        for neg in (False, True)
+        for day in ("Monday", "Friday")
+    ]
     nodes = [
         _node(i + 1, text, base + 0.01 * rng.normal(size=64)) for i, text in enumerate(texts * 3)
     ]

@@ -7,6 +7,7 @@ it. Both are materialized on demand (``garage cluster-facts`` does both from the
 """
 
 import signal
+from typing import Any
 
 import dagster as dg
 
@@ -74,7 +75,7 @@ def build_distilled_facts() -> dg.AssetsDefinition:
             except (ClusterError, InferenceError, RegistryError) as error:
                 raise dg.Failure(str(error)) from None
         context.log.info(report.summary())
-        metadata = {
+        metadata: dict[str, Any] = {
             key: value
             for key, value in report.as_dict().items()
             if isinstance(value, int | str) and not isinstance(value, bool)

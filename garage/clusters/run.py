@@ -217,7 +217,7 @@ def _full(
     ids_by_key = {s.anchor_key: s.id for s in existing if s.anchor_key is not None}
     anchors = anchor_groups((n for n in nodes if n.is_metadata), stored_anchors)
     for anchor in anchors:
-        anchor.id = ids_by_key.get(anchor.anchor_key)
+        anchor.id = ids_by_key.get(anchor.anchor_key or "")
     index = AnchorIndex(anchors, model.dimensions)
     rest = []
     for node in representatives:

@@ -220,7 +220,9 @@ def _create_distilled_table(conn: psycopg.Connection[Any], model: RegisteredMode
     )
     if not model.binary_quantization:
         conn.execute(
-            sql.SQL("CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {op})").format(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {op})"
+            ).format(
                 name=sql.Identifier(f"fe_{model.slug}_hnsw"),
                 table=table,
                 op=sql.SQL(_OPCLASS[model.distance]),

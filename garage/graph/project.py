@@ -271,11 +271,12 @@ def _project_tables(
     )  # fmt: skip
     # SUPPORTS: a representative to its distilled fact, under whichever label that has.
     supports = 0
-    for label, where, params in [
+    targets: list[tuple[str, str, tuple[Any, ...]]] = [
         ("Fact", "NOT (g.fact_class = ANY(%s))", (configured,)),
         *[(v.label, "g.fact_class = %s", (v.vertex_class,)) for v in schema.vertices],
-    ]:
-        supports += _edges_to(conn, ids, label, where, params)
+    ]
+    for label, where, where_params in targets:
+        supports += _edges_to(conn, ids, label, where, where_params)
     report.edges["SUPPORTS"] = supports
 
 

@@ -238,12 +238,19 @@ def save(
 
 
 def refresh_other_vectors(
-    conn: psycopg.Connection[Any], model: RegisteredModel, group_ids: list[int] | None = None
+    conn: psycopg.Connection[Any],
+    model: RegisteredModel,
+    group_ids: list[int] | None = None,
+    *,
+    clustered_elsewhere: bool = False,
 ) -> int:
     """Under a model that did not cluster, a distilled fact's vector is the normalized mean of
     its nodes' vectors there (an anchor's is its representative's): nothing is embedded.
-    ``group_ids`` None refreshes every group. Returns the rows written."""
+    ``group_ids`` None refreshes every group; ``clustered_elsewhere`` only those another model
+    grouped (what the embedding backfill asks for). Returns the rows written."""
     scope = sql.SQL("") if group_ids is None else sql.SQL(" AND g.id = ANY(%(ids)s)")
+    if clustered_elsewhere:
+        scope += sql.SQL(" AND g.model <> %(model)s")
     statement = sql.SQL(
         "WITH means AS ("
         " SELECT g.id, l2_normalize(avg(p.embedding)) AS embedding"
@@ -260,5 +267,5 @@ def refresh_other_vectors(
         pfe=sql.Identifier(model.fact_table), fe=sql.Identifier(model.distilled_table), scope=scope
     )
     with conn.transaction():
-        cur = conn.execute(statement, {"ids": group_ids})
+        cur = conn.execute(statement, {"ids": group_ids, "model": model.name})
         return cur.rowcount

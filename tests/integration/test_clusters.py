@@ -185,6 +185,12 @@ def test_full_run_restatements_anchors_groups_and_the_guard(
     assert len(vectors) == 2
     assert np.allclose(stored[0].to_numpy(), mean / np.linalg.norm(mean), atol=1e-4)
     assert stored[1] is None
+    # The embedding backfill writes them too (here: after they were lost), embedding nothing.
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DELETE FROM {other}")
+    embed_all(url, config)
+    assert _rows(url, f"SELECT count(*) FROM {other}") == [(distilled,)]
+    assert _rows(url, f"SELECT count(*) FROM {FE}") == [(distilled,)]  # centroids untouched
 
 
 def test_incremental_attach_recentre_and_never_merge(corpus: tuple[str, Any, Path]) -> None:

@@ -45,6 +45,7 @@ def anchor_groups(nodes: Iterable[Node], existing: dict[str, Group]) -> list[Gro
         if old is not None:
             group.id = old.id
             group.members_sha256_stored = old.members_sha256_stored
+            group.status_stored = ("anchor", None)
         groups.append(group)
     return groups
 

@@ -85,6 +85,7 @@ class Group:
     status: str = "pending"
     statement: str | None = None
     members_sha256_stored: str = ""  # what the row said when it was loaded
+    status_stored: tuple[str, str | None] | None = None  # (status, statement) as loaded
     total: Vector = field(init=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +134,15 @@ class Group:
             keyed = [m for m in self.members if m.key is not None] or self.members
             return min(keyed, key=lambda m: m.fact_id)  # its first metadata fact
         return max(self.members, key=lambda m: (len(m.text), -m.fact_id))
+
+    @property
+    def unchanged(self) -> bool:
+        """Nothing to write: the stored row already says all this (same nodes, same verdict)."""
+        return (
+            self.id is not None
+            and self.members_sha256 == self.members_sha256_stored
+            and (self.status, self.statement) == self.status_stored
+        )
 
     @property
     def has_communication(self) -> bool:

@@ -234,6 +234,7 @@ def _full(
             group.id = old.id
             group.members_sha256_stored = old.members_sha256
             group.status, group.statement = old.status, old.statement
+            group.status_stored = (old.status, old.statement)
             report.groups_kept += 1
         else:
             report.groups_new += 1
@@ -293,7 +294,8 @@ def _incremental(
             continue
         group = Group(stored.fact_class, _seed_of(stored, kept), kept, id=stored.id,
                       status=stored.status, statement=stored.statement,
-                      members_sha256_stored=stored.members_sha256)  # fmt: skip
+                      members_sha256_stored=stored.members_sha256,
+                      status_stored=(stored.status, stored.statement))  # fmt: skip
         if group.members_sha256 != stored.members_sha256:
             report.groups_recentred += 1  # its centroid is the mean of those that stayed
         groups.append(group)

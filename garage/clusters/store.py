@@ -255,7 +255,9 @@ def refresh_other_vectors(
     its nodes' vectors there (an anchor's is its representative's): nothing is embedded.
     ``group_ids`` None refreshes every group; ``clustered_elsewhere`` only those another model
     grouped (what the embedding backfill asks for). Returns the rows written."""
-    scope = sql.SQL("") if group_ids is None else sql.SQL(" AND g.id = ANY(%(ids)s)")
+    scope: sql.Composable = (
+        sql.SQL("") if group_ids is None else sql.SQL(" AND g.id = ANY(%(ids)s)")
+    )
     if clustered_elsewhere:
         scope += sql.SQL(" AND g.model <> %(model)s")
     statement = sql.SQL(

@@ -332,3 +332,33 @@ def test_the_embedded_default_says_it_has_no_graph(isolated_env: Path) -> None:
         from garage.config import data_dir
 
         embedded.stop(data_dir(load_config()))
+
+
+def test_graph_mcp_tools_and_the_communication_rule(clustered: tuple[str, Any, Path]) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from garage.mcp.graph import GraphTools
+    from garage.mcp.runtime import Runtime
+
+    url, config, _ = clustered
+    with psycopg.connect(url, autocommit=True) as conn:
+        rebuild_graph(conn, config)
+    runtime = Runtime(config, url)
+    tools = GraphTools(runtime)
+    labels = {c.label: c.count for c in tools.rag_graph_labels().labels}
+    assert labels["Document"] == 6 and labels["SUPPORTS"] > 0
+    subject = tools.rag_graph_find("Train tickets").vertices
+    assert subject and any(v.properties.get("communication") for v in subject)
+    hood = tools.rag_graph_neighbors(f"{subject[0].label}:{subject[0].id}", hops=2)
+    assert hood.start.title == subject[0].title and len(hood.vertices) > 1
+    for text in HOSTILE[:6]:
+        assert tools.rag_graph_find(text).vertices == []
+        with pytest.raises(ToolError, match="vertex"):
+            tools.rag_graph_neighbors(text)
+    # For a model host off this machine, nothing from a mail or chat is handed out.
+    remote = GraphTools(runtime, allow_communications=False)
+    assert remote.rag_graph_find("Train tickets").vertices == []
+    lisbon = remote.rag_graph_find("Lisbon office").vertices
+    assert lisbon and not any(v.properties.get("communication") for v in lisbon)
+    with pytest.raises(ToolError, match="communication"):
+        remote.rag_graph_neighbors(f"{subject[0].label}:{subject[0].id}")

@@ -257,9 +257,9 @@ def _project_tables(
         conn, "RECEIVED", ids, "Author", "Document",
         "SELECT a.id AS s, d.id AS e FROM documents d JOIN authors a ON a.is_self"
         " WHERE d.attribution = 'received'"
-        " UNION SELECT substr(f.key, 8)::bigint, f.document_id FROM facts f"
-        " WHERE f.prompt_name = 'metadata' AND f.fact_class IN ('recipient', 'participant')"
-        " AND f.key ~ '^author:[0-9]+$'",
+        " UNION SELECT a.id, f.document_id FROM facts f"
+        " JOIN authors a ON f.key = 'author:' || a.id"
+        " WHERE f.prompt_name = 'metadata' AND f.fact_class IN ('recipient', 'participant')",
     )  # fmt: skip
     report.edges["STATES"] = _edges(
         conn, "STATES", ids, "Document", "PotentialFact",

@@ -126,6 +126,20 @@ def test_projection_counts_equal_the_tables_and_a_rebuild_is_the_same_graph(
             assert (report.vertices | report.edges)[label] == counts[label]
         # The mails were received by the owner (Jane) and sent to Alice, who has an authors row.
         assert counts["RECEIVED"] >= 2
+        # No edge hangs: both ends of every edge are vertices.
+        conn.execute("LOAD 'age'")
+        with conn.transaction():
+            conn.execute("SET LOCAL search_path = ag_catalog, public")
+            for c in graph_labels(conn):
+                if c.kind == "edge":
+                    dangling = _count(
+                        conn,
+                        f'SELECT count(*) FROM garage."{c.label}" e WHERE NOT EXISTS'
+                        " (SELECT 1 FROM garage._ag_label_vertex v WHERE v.id = e.start_id)"
+                        " OR NOT EXISTS"
+                        " (SELECT 1 FROM garage._ag_label_vertex v WHERE v.id = e.end_id)",
+                    )
+                    assert dangling == 0, c.label
         first = _dump(conn)
         rebuild_graph(conn, config)
         assert _dump(conn) == first

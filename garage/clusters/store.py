@@ -116,7 +116,7 @@ def load_groups(conn: psycopg.Connection[Any], model: RegisteredModel) -> list[S
                 statement=row[4],
                 members_sha256=row[5],
                 # A group made under another model has no seed in this one's space.
-                seed=None if seed is None or row[8] != model.name else unit(_array(seed)),
+                seed=None if seed is None or row[8] != model.name else _array(seed),
             )
         )
     return groups
@@ -216,7 +216,12 @@ def save(
                     " ON CONFLICT (distilled_fact_id) DO UPDATE SET embedding = EXCLUDED.embedding,"
                     " seed = EXCLUDED.seed, updated_at = now()"
                 ).format(fact_emb),
-                [(g.id, _literal(g.centroid), _literal(g.seed)) for g in changed_groups],
+                # An anchor's vector never moves: once written, it is not written again.
+                [
+                    (g.id, _literal(g.centroid), _literal(g.seed))
+                    for g in changed_groups
+                    if g.anchor_key is None or g.status_stored is None
+                ],
             )
         changed = [
             (fact_id, restates, group.id if group is not None else None)

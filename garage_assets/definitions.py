@@ -12,6 +12,7 @@ from garage_assets.automation import automation_sensor, follow_upstream
 from garage_assets.checks import ingest_checks
 from garage_assets.embeddings import embedding_assets
 from garage_assets.facts import build_potential_facts
+from garage_assets.graph import build_distilled_facts, graph
 from garage_assets.ingest import ingest
 from garage_assets.jobs import downstream_jobs, ingest_job
 from resources.database import DatabaseResource
@@ -37,7 +38,8 @@ _settings = _schedule_settings()
 # Assets downstream of chunks (emb_<slug>, later facts) follow it through an eager condition.
 assets = follow_upstream([ingest, *embedding_assets()])
 # Not through follow_upstream: facts follow ingest only when facts.automatic says so.
-assets = [*assets, build_potential_facts()]
+# distilled_facts and graph are unpartitioned and on demand (see garage_assets.graph).
+assets = [*assets, build_potential_facts(), build_distilled_facts(), graph]
 
 defs = dg.Definitions(
     assets=assets,

@@ -15,6 +15,7 @@ from garage.cli.dagster_cmd import dagster_cmd, down_cmd
 from garage.cli.db_cmd import db_group
 from garage.cli.embed_cmd import embed_cmd, models_group
 from garage.cli.facts_cmd import enrich_facts_cmd, facts_group
+from garage.cli.graph_cmd import cluster_facts_cmd, graph_group
 from garage.cli.ingest_cmd import ingest_cmd
 from garage.cli.mcp_cmd import mcp_group, mcp_serve_cmd
 from garage.cli.search_cmd import search_cmd
@@ -56,6 +57,8 @@ cli.add_command(mcp_group)
 cli.add_command(search_cmd)
 cli.add_command(enrich_facts_cmd)
 cli.add_command(facts_group)
+cli.add_command(cluster_facts_cmd)
+cli.add_command(graph_group)
 
 
 def main() -> None:

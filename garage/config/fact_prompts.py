@@ -62,12 +62,57 @@ class PromptScope(_Strict):
     sources: list[str] = Field(default_factory=list)
 
 
+# The graph's own labels (garage.graph.project), which a configured label may not take, and
+# the label an edge gets when its label attribute names none of its labels.
+BUILTIN_VERTEX_LABELS = ("Document", "Chunk", "Author", "PotentialFact", "Fact")
+BUILTIN_EDGE_LABELS = ("HAS_CHUNK", "WROTE", "RECEIVED", "STATES", "RESTATES", "SUPPORTS")
+DEFAULT_EDGE_LABEL = "RELATED_TO"
+# A plain identifier: AGE label names become table names, and reads name them as such.
+GRAPH_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+
+
+def edge_label(value: str) -> str:
+    """An attribute value as an edge label: upper-cased, spaces as ``_``."""
+    return "_".join(value.strip().upper().split())
+
+
+class GraphVertex(_Strict):
+    """The distilled facts of ``class`` become vertices of ``label`` instead of Fact, titled by
+    the representative's ``title`` attribute (its text when it has none)."""
+
+    vertex_class: str = Field(alias="class", min_length=1, max_length=64)
+    label: str
+    title: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class GraphEdge(_Strict):
+    """Each potential fact of ``class`` becomes an edge between the distilled facts its
+    ``source`` and ``target`` attributes name."""
+
+    edge_class: str = Field(alias="class", min_length=1, max_length=64)
+    source: str = Field(min_length=1, max_length=64)
+    source_class: str = Field(min_length=1, max_length=64)
+    target: str = Field(min_length=1, max_length=64)
+    target_class: str = Field(min_length=1, max_length=64)
+    label_attribute: str | None = Field(default=None, min_length=1, max_length=64)
+    labels: list[str] = Field(default_factory=list, max_length=100)
+    label: str = DEFAULT_EDGE_LABEL
+
+
+class GraphBlock(_Strict):
+    vertices: list[GraphVertex] = Field(default_factory=list, max_length=100)
+    edges: list[GraphEdge] = Field(default_factory=list, max_length=100)
+
+
 class FactPromptEntry(_Strict):
     name: str
     description: str | None = Field(default=None, min_length=1)
     examples: list[PromptExample] | None = Field(default=None, min_length=1)
     scope: PromptScope | None = None
     enabled: bool | None = None
+    # How the projection draws this prompt's classes; not part of the prompt's hash, so a
+    # change needs only `garage graph rebuild`.
+    graph: GraphBlock | None = None
 
     @field_validator("name")
     @classmethod
@@ -82,9 +127,80 @@ class FactPromptEntry(_Strict):
         return value
 
 
+def _check_label(where: str, label: str, *, builtin: tuple[str, ...]) -> None:
+    if not GRAPH_LABEL.match(label):
+        raise ValueError(
+            f"{where}: {label!r} is not a plain label (a letter, then letters, digits or '_', "
+            "at most 63)"
+        )
+    reserved = {b.lower(): b for b in (*BUILTIN_VERTEX_LABELS, *BUILTIN_EDGE_LABELS)}
+    if label.lower() in reserved and label not in builtin:
+        raise ValueError(f"{where}: {label!r} is the graph's built-in {reserved[label.lower()]}")
+
+
+def check_graph_blocks(entries: list[FactPromptEntry]) -> None:
+    """Across every prompt: labels are plain identifiers and never a built-in one; a class has
+    one label and a label one class."""
+    label_of: dict[str, tuple[str, str]] = {}  # class -> (label, where)
+    class_of: dict[str, tuple[str, str]] = {}  # label -> (class, where)
+    edges: list[tuple[str, GraphEdge]] = []
+
+    def claim(where: str, cls: str, label: str) -> None:
+        if cls in label_of and label_of[cls][0] != label:
+            raise ValueError(
+                f"{where}: class {cls!r} already has the label {label_of[cls][0]!r} "
+                f"({label_of[cls][1]}); a class takes one label"
+            )
+        if label in class_of and class_of[label][0] != cls:
+            raise ValueError(
+                f"{where}: label {label!r} already names class {class_of[label][0]!r} "
+                f"({class_of[label][1]}); a label names one class"
+            )
+        label_of.setdefault(cls, (label, where))
+        class_of.setdefault(label, (cls, where))
+
+    for index, entry in enumerate(entries):
+        if entry.graph is None:
+            continue
+        prefix = f"[{index}:{entry.name}].graph"
+        for v, vertex in enumerate(entry.graph.vertices):
+            where = f"{prefix}.vertices[{v}].label"
+            _check_label(where, vertex.label, builtin=())
+            claim(where, vertex.vertex_class, vertex.label)
+        for e, edge in enumerate(entry.graph.edges):
+            where = f"{prefix}.edges[{e}]"
+            if edge.edge_class in label_of:
+                raise ValueError(
+                    f"{where}.class: class {edge.edge_class!r} is already drawn as the vertex "
+                    f"label {label_of[edge.edge_class][0]!r}; a class is a vertex or an edge"
+                )
+            if edge.labels and edge.label_attribute is None:
+                raise ValueError(f"{where}.label_attribute: required when labels are listed")
+            _check_label(f"{where}.label", edge.label, builtin=())
+            edges.append((where, edge))
+    # Edge labels, once every vertex label is known: each names one edge class (the fallback
+    # label, RELATED_TO unless set, is shared), and none is a vertex label.
+    edge_class_of: dict[str, tuple[str, str]] = {}
+    for where, edge in edges:
+        for n, value in enumerate(edge.labels):
+            label, at = edge_label(value), f"{where}.labels[{n}]"
+            _check_label(at, label, builtin=())
+            if label in class_of:
+                raise ValueError(f"{at}: {label!r} is already a vertex label")
+            if label in edge_class_of and edge_class_of[label][0] != edge.edge_class:
+                raise ValueError(
+                    f"{at}: label {label!r} already names class {edge_class_of[label][0]!r} "
+                    f"({edge_class_of[label][1]}); a label names one class"
+                )
+            edge_class_of.setdefault(label, (edge.edge_class, at))
+        if edge.label in class_of:
+            raise ValueError(f"{where}.label: {edge.label!r} is already a vertex label")
+
+
 def check_prompt_entries(entries: list[FactPromptEntry]) -> list[FactPromptEntry]:
-    """Names are unique, and an entry other than ``default`` says what to ask (it has no
-    built-in to fall back on)."""
+    """Names are unique, an entry other than ``default`` says what to ask (it has no built-in
+    to fall back on), and the graph blocks agree with each other."""
+    check_graph_blocks(entries)
     seen: set[str] = set()
     for index, entry in enumerate(entries):
         if entry.name in seen:

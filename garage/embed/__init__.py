@@ -87,6 +87,13 @@ def embed(
                 stop=stop,
             )
         )
+    # Distilled facts get their vector under a model that did not cluster them from their
+    # nodes' new vectors there: nothing is embedded for them.
+    from garage.clusters.store import refresh_other_vectors
+
+    for model in models:
+        if model.modality == "text" and reports:
+            refresh_other_vectors(conn, model, clustered_elsewhere=True)
     has_image_model = any(m.modality == "image" for m in registered_models(conn))
     if not has_image_model:
         for report in reports:

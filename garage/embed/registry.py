@@ -56,6 +56,11 @@ class RegisteredModel:
         return f"potential_fact_emb_{self.slug}"[:63]
 
     @property
+    def distilled_table(self) -> str:
+        """Where this model keeps the vectors of distilled facts (``fact_emb_<slug>``)."""
+        return f"fact_emb_{self.slug}"[:63]
+
+    @property
     def operator(self) -> str:
         return DISTANCE_OPERATOR[self.distance]
 
@@ -192,6 +197,37 @@ def _create_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None
         ).format(name=sql.Identifier(f"{model.table}_hnsw"), table=table, opclass=opclass)
     conn.execute(index)
     _create_fact_table(conn, model)
+    _create_distilled_table(conn, model)
+
+
+def _create_distilled_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
+    """``fact_emb_<slug>``: distilled facts' vectors (migration 008 makes it for the models
+    registered before it). Nothing is embedded for them: the clustering model's row is the
+    group's centroid (and seed), any other model's the mean of its nodes' vectors there."""
+    table = sql.Identifier(model.distilled_table)
+    conn.execute(
+        sql.SQL(
+            """
+            CREATE TABLE IF NOT EXISTS {table} (
+                distilled_fact_id bigint PRIMARY KEY
+                    REFERENCES distilled_facts (id) ON DELETE CASCADE,
+                embedding  vector({dims}) NOT NULL,
+                seed       vector({dims}),
+                updated_at timestamptz NOT NULL DEFAULT now()
+            )
+            """
+        ).format(table=table, dims=sql.Literal(model.dimensions))
+    )
+    if not model.binary_quantization:
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {op})"
+            ).format(
+                name=sql.Identifier(f"fe_{model.slug}_hnsw"),
+                table=table,
+                op=sql.SQL(_OPCLASS[model.distance]),
+            )
+        )
 
 
 def _create_fact_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
@@ -260,6 +296,9 @@ def remove_model(conn: psycopg.Connection[Any], name: str) -> RegisteredModel:
     with conn.transaction():
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(model.table)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(model.fact_table)))
+        conn.execute(
+            sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(model.distilled_table))
+        )
         conn.execute("DELETE FROM embedding_models WHERE name = %s", (model.name,))
     return model
 

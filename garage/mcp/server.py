@@ -1,4 +1,4 @@
-"""The MCP server: ten tools over the official SDK's MCPServer.
+"""The MCP server: thirteen tools over the official SDK's MCPServer.
 
 Every tool returns a dataclass, so its structured result maps field for field (scalars and
 lists would be wrapped in ``{"result": ...}``). None of them changes configuration: the
@@ -13,6 +13,7 @@ from mcp.types import ToolAnnotations
 from garage import __version__
 from garage.mcp.facts import FactTools
 from garage.mcp.generative import GenerativeTools
+from garage.mcp.graph import GraphTools
 from garage.mcp.runtime import Runtime
 from garage.mcp.tools import CorpusTools
 
@@ -37,6 +38,9 @@ TOOL_NAMES = (
     "rag_generate",
     "rag_list_facts",
     "rag_fact_stats",
+    "rag_graph_labels",
+    "rag_graph_find",
+    "rag_graph_neighbors",
 )
 
 
@@ -53,5 +57,7 @@ def build_server(runtime: Runtime) -> MCPServer:
     for fn in GenerativeTools(runtime).all():
         server.add_tool(fn, annotations=_GENERATES, structured_output=True)
     for fn in FactTools(runtime).all():
+        server.add_tool(fn, annotations=_READS, structured_output=True)
+    for fn in GraphTools(runtime).all():
         server.add_tool(fn, annotations=_READS, structured_output=True)
     return server

@@ -33,6 +33,9 @@ TOOLS = {
     "rag_generate",
     "rag_list_facts",
     "rag_fact_stats",
+    "rag_graph_labels",
+    "rag_graph_find",
+    "rag_graph_neighbors",
 }
 
 

@@ -17,6 +17,8 @@ EXPECTED_TABLES = {
     "bm25_corpus",
     "bm25_postings",
     "chunks",
+    "cluster_runs",
+    "distilled_facts",
     "documents",
     "embedding_models",
     "fact_runs",
@@ -39,6 +41,11 @@ EXPECTED_INDEXES = {
     "chunks_pkey",
     "chunks_text_sha256_idx",
     "chunks_tsv_idx",
+    "cluster_runs_pkey",
+    "distilled_facts_anchor_key_key",
+    "distilled_facts_class_idx",
+    "distilled_facts_pkey",
+    "distilled_facts_statement_fts_idx",
     "documents_author_idx",
     "documents_corpus_class_idx",
     "documents_fts_idx",
@@ -50,9 +57,11 @@ EXPECTED_INDEXES = {
     "embedding_models_slug_key",
     "fact_runs_pkey",
     "facts_class_idx",
+    "facts_distilled_idx",
     "facts_document_prompt_idx",
     "facts_key_idx",
     "facts_pkey",
+    "facts_restates_idx",
     "facts_text_fts_idx",
     "ingest_outcomes_pkey",
     "ingest_runs_pkey",
@@ -194,3 +203,6 @@ def test_models_registered_before_006_get_their_fact_vector_table(
         migrate(conn)  # type: ignore[arg-type]
         assert "potential_fact_emb_old" in public_tables(conn)
         assert "pfe_old_hnsw" in public_indexes(conn)
+        # 008 does the same for distilled facts' vectors.
+        assert "fact_emb_old" in public_tables(conn)
+        assert "fe_old_hnsw" in public_indexes(conn)

@@ -48,10 +48,10 @@ from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
 from garage.embed import embed  # noqa: E402
+from garage.evaluate.metrics import document_ranking, ndcg_at, recall_at  # noqa: E402
 from garage.inference import EgressGuard, InferenceClient  # noqa: E402
 from garage.ingest import ingest_source  # noqa: E402
 from garage.search import MAX_LIMIT, SearchQuery, search  # noqa: E402
-from garage.search.evaluation import document_ranking, ndcg_at, recall_at  # noqa: E402
 from tests.material import material  # noqa: E402
 
 SOURCES = "usr/share/doc/python3.11/html/_sources"

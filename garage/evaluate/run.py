@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from garage.config import GarageConfig
 from garage.evaluate.metrics import document_ranking, ndcg_at, recall_at, reciprocal_rank
@@ -73,12 +74,13 @@ def resolve_documents(conn: psycopg.Connection[Any], names: Iterable[str]) -> di
     absolute path, or a path relative to a configured source's root (sources in name order,
     the first that holds it). Names that match nothing are left out.
     """
-    uris = {row[0] for row in conn.execute("SELECT uri FROM documents")}
-    roots = [
-        Path(root)
-        for (source_roots,) in conn.execute("SELECT roots FROM sources ORDER BY name")
-        for root in source_roots
-    ]
+    with conn.cursor(row_factory=tuple_row) as cur:
+        uris = {uri for (uri,) in cur.execute("SELECT uri FROM documents")}
+        roots = [
+            Path(root)
+            for (source_roots,) in cur.execute("SELECT roots FROM sources ORDER BY name")
+            for root in source_roots
+        ]
     found: dict[str, str] = {}
     for name in names:
         candidates = [name]

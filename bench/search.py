@@ -7,10 +7,10 @@
                                      [--fusions rrf,convex]
 
 Prints p50/p95 of ``garage.search`` for each mode side by side (hybrid once per fusion in
-``--fusions``, interleaved query by query so a busy machine slows them alike), end to end (the query embedded
-through the inference client, the one SQL statement, the hits built) and database only (the
-same statement with the query's vector computed beforehand), and the ratio hybrid /
-max(vector, keyword). Target: hybrid p50 <= 30 ms, p95 <= 80 ms, ratio <= 1.5.
+``--fusions``, interleaved query by query so a busy machine slows them alike), end to end
+(the query embedded through the inference client, the one SQL statement, the hits built) and
+database only (the same statement with the query's vector computed beforehand), and the ratio
+hybrid / max(vector, keyword). Target: hybrid p50 <= 30 ms, p95 <= 80 ms, ratio <= 1.5.
 
 It also answers the BM25 question of schema/004_bm25.sql: statistics kept by triggers in the
 chunk's transaction, or derived at query time? It prints (a) the ingest cost of the triggers —

@@ -83,6 +83,10 @@ class EmbeddingModelConfig(Section):
     modality: Modality = "text"
     distance: Distance = "cosine"
     binary_quantization: bool = False
+    # What the model embeds for a chunk (garage/embed/inputs.py): "chunk", its text alone, or
+    # "context", the document's title and the chunk's heading above it (a short chunk joined
+    # with the next). Part of the model's signature: a change re-embeds its passages.
+    input: Literal["chunk", "context"] = "chunk"
 
 
 def _default_models() -> list[EmbeddingModelConfig]:

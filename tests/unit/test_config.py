@@ -173,3 +173,10 @@ def test_bad_fusion_settings_name_the_field(tmp_path: Path, search: dict, messag
     path = write(tmp_path / "g.json", json.dumps({"search": search}))
     with pytest.raises(ConfigError, match=message):
         load_config(path, env={})
+
+
+def test_embedding_input_is_named_when_wrong(tmp_path: Path) -> None:
+    model = {"name": "m", "model": "m", "dimensions": 8, "input": "summary"}
+    raw = {"embedding": {"default": "m", "models": [model]}}
+    with pytest.raises(ConfigError, match=r"embedding\.models\[0:m\]\.input: Input should be"):
+        load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})

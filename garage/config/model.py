@@ -231,9 +231,10 @@ class SearchConfig(Section):
     candidates: int = Field(default=200, gt=0, le=2000)
     # How hybrid search merges the legs (garage/search/fusion.py): "rrf", Reciprocal Rank
     # Fusion with k = rrf_k (the architecture guide's), or "convex", a weighted sum of each
-    # leg's scores normalized over its own candidates ("zscore" or "minmax"). The default is
-    # the one that measured best across bench/quality.py's collections (README, Search).
-    fusion: Literal["rrf", "convex"] = "rrf"
+    # leg's scores normalized over its own candidates ("zscore" or "minmax"). Convex, z-score,
+    # equal weights: the best worst case across bench/quality.py's two collections, where RRF
+    # fell below the dense leg alone on one (README, Search).
+    fusion: Literal["rrf", "convex"] = "convex"
     rrf_k: int = Field(default=60, gt=0)
     normalization: Literal["zscore", "minmax"] = "zscore"
     # The convex combination's weight of each leg; they add up to 1. Set one, and the other

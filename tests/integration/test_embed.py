@@ -130,8 +130,10 @@ def test_each_model_owns_a_table(migrated_db: str, llama: LlamaServers, tmp_path
         # The HNSW index exists on each.
         indexes = {
             r[0]
-            for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%%hnsw%%'"
-                " AND tablename LIKE 'emb\\_%%'")
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%%hnsw%%'"
+                " AND tablename LIKE 'emb\\_%%'"
+            )
         }
         assert indexes == {"emb_all_minilm_l6_v2_hnsw", "emb_smollm2_135m_embed_hnsw"}
 

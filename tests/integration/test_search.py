@@ -154,24 +154,50 @@ def test_convex_fusion_places_each_hit_where_its_formula_says(
         vector_weight=0.3,
     )
     text = "what happens when an exception is raised inside a try statement"
-    keyword = _search(corpus, text, config, mode="keyword", limit=8)
-    vector = _search(corpus, text, config, mode="vector", limit=8)
-    hybrid_ = _search(corpus, text, config, mode="hybrid", limit=16)
-    assert hybrid_.mode == "hybrid" and len(keyword.hits) == len(vector.hits) == 8
-    # Each leg normalized over its own 8 candidates; a chunk a leg did not return gets that
+    # One query vector for all three statements: a busy embedding server's batches can move a
+    # query's vector in the fourth decimal from one request to the next.
+    with psycopg.connect(corpus.url, autocommit=True) as conn:
+        model = default_model(conn)
+        assert model is not None
+        with InferenceClient(EgressGuard.from_config(config)) as client:
+            [qvec] = client.embed(
+                model.provider,  # type: ignore[arg-type]
+                model.host,
+                model.model_id,
+                [text],
+            ).vectors
+        filters = search_filters.build(SearchQuery(text))
+        rows = {}
+        for mode, limit in (("keyword", 8), ("vector", 8), ("hybrid", 16)):
+            the_plan = hybrid.plan(
+                mode,  # type: ignore[arg-type]
+                text=text,
+                limit=limit,
+                filters=filters,
+                settings=config.search,
+                model=model,
+                query_vector=qvec,
+            )
+            rows[mode] = hybrid.run(conn, the_plan, candidates=8, filtered=False)
+    keyword, vector, hybrid_ = rows["keyword"], rows["vector"], rows["hybrid"]
+    assert len(keyword) == len(vector) == 8
+    # Each leg normalized over its own 8 candidates; a chunk one leg did not return gets that
     # leg's lowest normalized score.
-    k_norm = _normalized({h.chunk_id: h.score for h in keyword.hits}, normalization)
-    v_norm = _normalized({h.chunk_id: h.score for h in vector.hits}, normalization)
+    k_norm = _normalized({r["chunk_id"]: r["score"] for r in keyword}, normalization)
+    v_norm = _normalized({r["chunk_id"]: r["score"] for r in vector}, normalization)
     fused = {
         c: 0.3 * v_norm.get(c, min(v_norm.values())) + 0.7 * k_norm.get(c, min(k_norm.values()))
         for c in set(k_norm) | set(v_norm)
     }
     expected = sorted(fused, key=lambda c: (-fused[c], c))
-    assert [h.chunk_id for h in hybrid_.hits] == expected
-    for hit in hybrid_.hits:
-        assert hit.score == pytest.approx(fused[hit.chunk_id], abs=1e-9)
-    kinds = {(h.vector_rank is not None, h.keyword_rank is not None) for h in hybrid_.hits}
+    assert [r["chunk_id"] for r in hybrid_] == expected
+    for row in hybrid_:
+        assert row["score"] == pytest.approx(fused[row["chunk_id"]], abs=1e-9)
+    kinds = {(r["vector_rank"] is not None, r["keyword_rank"] is not None) for r in hybrid_}
     assert kinds == {(True, True), (True, False), (False, True)}, "each kind of hit is present"
+    # Through the front door with the same configuration: hybrid, every fused chunk.
+    response = _search(corpus, text, config, mode="hybrid", limit=16)
+    assert response.mode == "hybrid" and len(response.hits) == len(expected)
 
 
 def test_convex_weights_move_the_ranking_between_the_legs(

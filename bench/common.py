@@ -16,6 +16,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="http://127.0.0.1:18080")
     parser.add_argument("--model", default="all-minilm-l6-v2")
     parser.add_argument("--dimensions", type=int, default=384)
+    parser.add_argument(
+        "--input",
+        choices=("chunk", "context"),
+        default=None,
+        help="what the model embeds for a chunk (embedding.models[].input; default: its default)",
+    )
 
 
 def bench_config(args: argparse.Namespace, **sections: Any) -> GarageConfig:
@@ -27,6 +33,8 @@ def bench_config(args: argparse.Namespace, **sections: Any) -> GarageConfig:
         "model": args.model,
         "dimensions": args.dimensions,
     }
+    if getattr(args, "input", None):
+        model["input"] = args.input
     return GarageConfig.model_validate(
         {"embedding": {"default": "bench", "models": [model]}, **sections}
     )

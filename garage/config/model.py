@@ -83,6 +83,10 @@ class EmbeddingModelConfig(Section):
     modality: Modality = "text"
     distance: Distance = "cosine"
     binary_quantization: bool = False
+    # What the model embeds for a chunk (garage/embed/inputs.py): "chunk", its text alone, or
+    # "context", the document's title and the chunk's heading above it (a short chunk joined
+    # with the next). Part of the model's signature: a change re-embeds its passages.
+    input: Literal["chunk", "context"] = "chunk"
 
 
 def _default_models() -> list[EmbeddingModelConfig]:
@@ -212,6 +216,10 @@ class ScheduleConfig(Section):
         return value.strip()
 
 
+# The convex combination's vector weight when neither weight is set (see SearchConfig.fusion).
+DEFAULT_VECTOR_WEIGHT = 0.5
+
+
 class SearchConfig(Section):
     # BM25 (k1 = 1.2, b = 0.75) is the default keyword ranking: on a judged collection
     # ts_rank_cd scored far below it, and fusing ts_rank_cd with dense vectors scored below
@@ -219,13 +227,45 @@ class SearchConfig(Section):
     keyword_ranking: Literal["bm25", "ts_rank_cd"] = "bm25"
     bm25_k1: float = Field(default=1.2, ge=0, le=10)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
-    # How many candidates each engine hands to Reciprocal Rank Fusion, and its k.
+    # How many candidates each engine hands to fusion.
     candidates: int = Field(default=200, gt=0, le=2000)
+    # How hybrid search merges the legs (garage/search/fusion.py): "rrf", Reciprocal Rank
+    # Fusion with k = rrf_k (the architecture guide's), or "convex", a weighted sum of each
+    # leg's scores normalized over its own candidates ("zscore" or "minmax"). Convex, z-score,
+    # equal weights: the best worst case across bench/quality.py's two collections, where RRF
+    # fell below the dense leg alone on one (README, Search).
+    fusion: Literal["rrf", "convex"] = "convex"
     rrf_k: int = Field(default=60, gt=0)
+    normalization: Literal["zscore", "minmax"] = "zscore"
+    # The convex combination's weight of each leg; they add up to 1. Set one, and the other
+    # is the rest; set both, and they must add up to 1.
+    vector_weight: float | None = Field(default=None, ge=0, le=1)
+    keyword_weight: float | None = Field(default=None, ge=0, le=1)
     # A hit's excerpt: the chunk's text cut to this many characters at a word boundary.
     excerpt_chars: int = Field(default=1200, ge=80, le=20000)
     # How long a query may wait for its vector before search falls back to keyword only.
     embed_timeout_seconds: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _weights_add_up(self) -> SearchConfig:
+        if self.vector_weight is not None and self.keyword_weight is not None:
+            total = self.vector_weight + self.keyword_weight
+            if abs(total - 1) > 1e-9:
+                raise ValueError(
+                    f"vector_weight ({self.vector_weight}) and keyword_weight "
+                    f"({self.keyword_weight}) must add up to 1, not {total:g}: fusion is a "
+                    "convex combination (set one of them and the other is the rest)"
+                )
+        return self
+
+    @property
+    def leg_weights(self) -> tuple[float, float]:
+        """(vector, keyword) weights of the convex combination."""
+        if self.vector_weight is not None:
+            return self.vector_weight, 1 - self.vector_weight
+        if self.keyword_weight is not None:
+            return 1 - self.keyword_weight, self.keyword_weight
+        return DEFAULT_VECTOR_WEIGHT, 1 - DEFAULT_VECTOR_WEIGHT
 
 
 class GarageConfig(Section):

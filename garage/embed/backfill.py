@@ -24,6 +24,7 @@ import psycopg
 from psycopg import sql
 
 from garage.db.connect import scalar
+from garage.embed.inputs import SHORT_CHUNK_CHARS, embedding_input, input_sha256
 from garage.embed.registry import RegisteredModel, table_dimensions
 from garage.inference.client import InferenceClient
 from garage.inference.egress import COMMUNICATION, is_loopback
@@ -31,7 +32,8 @@ from garage.inference.errors import InferenceError
 from garage.stopping import StopSignal
 
 Progress = Callable[[int], None]  # called with the number of chunks just embedded
-Row = tuple[int, str, str, str, int | None]  # chunk id, text, corpus class, text hash, fact id
+# chunk id, embedding input, corpus class, the input's hash, fact id, the chunk's own text
+Row = tuple[int, str, str, str, int | None, str]
 
 
 class DimensionMismatch(InferenceError):
@@ -152,13 +154,19 @@ def backfill(
         return report
 
     select = (
-        sql.SQL("SELECT c.id, c.text, d.corpus_class, c.text_sha256, c.fact_id ")
+        sql.SQL(
+            "SELECT c.id, c.text, d.corpus_class, c.text_sha256, c.fact_id, d.title, c.heading,"
+            # The chunk after a short one, which a context input joins it with.
+            " CASE WHEN length(c.text) < %s AND c.fact_id IS NULL THEN (SELECT n.text"
+            "  FROM chunks n WHERE n.document_id = c.document_id AND n.ord = c.ord + 1"
+            "  AND n.fact_id IS NULL) END AS next_text "
+        )
         + scope
         + sql.SQL(" AND c.id > %s ORDER BY c.id LIMIT %s")
     )
     insert = sql.SQL(
-        "INSERT INTO {} (chunk_id, embedding, truncated) VALUES (%s, %s::vector, %s)"
-        " ON CONFLICT (chunk_id) DO NOTHING"
+        "INSERT INTO {} (chunk_id, embedding, truncated, input_sha256)"
+        " VALUES (%s, %s::vector, %s, %s) ON CONFLICT (chunk_id) DO NOTHING"
     ).format(sql.Identifier(model.table))
     # A fact deleted while its vector was computed takes nothing with it: the SELECT finds no
     # row and nothing is inserted (a plain VALUES would fail the foreign key instead).
@@ -168,20 +176,30 @@ def backfill(
         " ON CONFLICT (fact_id) DO NOTHING"
     ).format(sql.Identifier(model.fact_table))
 
-    # The same text under the same model is the same vector: a chunk whose text some chunk
-    # already has a vector for (a quoted mail, a copied file, a repeated licence header) gets a
-    # copy of it instead of a model call. Only content chunks are copied into: the embedding
-    # input is exactly the chunk's text, which text_sha256 hashes.
+    # The same input under the same model is the same vector: a chunk whose embedding input
+    # some chunk already has a vector for (a quoted mail, a copied file, a repeated licence
+    # header) gets a copy of it instead of a model call. The key is the hash of the input, not
+    # of the chunk's text: under a context input one text in two documents is two inputs.
+    # Only content chunks are copied into.
     copy_known = sql.SQL(
-        "INSERT INTO {table} (chunk_id, embedding, truncated)"
-        " SELECT x.id, known.embedding, known.truncated"
+        "INSERT INTO {table} (chunk_id, embedding, truncated, input_sha256)"
+        " SELECT x.id, known.embedding, known.truncated, x.sha"
         " FROM unnest(%s::bigint[], %s::text[]) AS x(id, sha)"
         " JOIN chunks target ON target.id = x.id AND target.fact_id IS NULL"
-        " CROSS JOIN LATERAL (SELECT e.embedding, e.truncated FROM chunks same"
-        "   JOIN {table} e ON e.chunk_id = same.id"
-        "   WHERE same.text_sha256 = x.sha LIMIT 1) known"
+        " CROSS JOIN LATERAL (SELECT e.embedding, e.truncated FROM {table} e"
+        "   WHERE e.input_sha256 = x.sha LIMIT 1) known"
         " ON CONFLICT (chunk_id) DO NOTHING RETURNING chunk_id"
     ).format(table=sql.Identifier(model.table))
+
+    def as_row(raw: tuple[Any, ...]) -> Row:
+        chunk_id, text, corpus_class, text_sha256, fact_id, title, heading, next_text = raw
+        if fact_id is not None or model.input == "chunk":
+            # A fact is embedded as its own statement under every input.
+            return (chunk_id, text, corpus_class, text_sha256, fact_id, text)
+        given = embedding_input(
+            model.input, text, title=title, heading=heading, next_text=next_text
+        )
+        return (chunk_id, given, corpus_class, input_sha256(given), fact_id, text)
 
     def reuse_known(rows: list[Row]) -> set[int]:
         if not rows:
@@ -199,8 +217,8 @@ def backfill(
         want = batch_size if limit is None else min(batch_size, limit - read[0])
         if want <= 0:
             return []
-        rows = conn.execute(select, [*params, after, want]).fetchall()
-        batch = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
+        rows = conn.execute(select, [SHORT_CHUNK_CHARS, *params, after, want]).fetchall()
+        batch = [as_row(tuple(r.values()) if isinstance(r, dict) else tuple(r)) for r in rows]
         budget = batch_tokens
         for taken, row in enumerate(batch):
             budget -= estimate_tokens(row[1])
@@ -218,8 +236,8 @@ def backfill(
         batch = fetch(last_id)
         while batch:
             last_id = batch[-1][0]
-            blank = [row for row in batch if not row[1].strip()]
-            work = [row for row in batch if row[1].strip()]
+            blank = [row for row in batch if not row[5].strip()]
+            work = [row for row in batch if row[5].strip()]
             report.skipped_blank += len(blank)
             if not loopback:
                 held = [row for row in work if row[2] == COMMUNICATION]
@@ -265,8 +283,9 @@ def backfill(
                 rows = [(row[0], *by_text[row[1]]) for row in work]
                 report.vectors_reused += len(work) - len(texts)
                 facts = {row[0]: row[4] for row in work if row[4] is not None}
+                hashes = {row[0]: row[3] for row in work}
                 with conn.transaction(), conn.cursor() as cur:
-                    content_rows = [r for r in rows if r[0] not in facts]
+                    content_rows = [(*r, hashes[r[0]]) for r in rows if r[0] not in facts]
                     fact_rows = [(*r, facts[r[0]]) for r in rows if r[0] in facts]
                     if content_rows:
                         cur.executemany(insert, content_rows)

@@ -9,6 +9,7 @@ refused rather than silently mixed with the old vectors.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,9 @@ from psycopg.rows import dict_row
 
 from garage.config import EmbeddingModelConfig, GarageConfig
 from garage.db.connect import scalar
+from garage.embed.inputs import SIGNATURES
+
+log = logging.getLogger(__name__)
 
 # pgvector's HNSW indexes `vector` columns of at most 2,000 dimensions.
 MAX_INDEXED_DIMENSIONS = 2000
@@ -44,6 +48,8 @@ class RegisteredModel:
     distance: str
     binary_quantization: bool
     is_default: bool
+    # The embedding input's signature (garage/embed/inputs.py): "chunk" or "context:v1".
+    input: str = "chunk"
 
     @property
     def table(self) -> str:
@@ -85,6 +91,7 @@ def _from_config(model: EmbeddingModelConfig, config: GarageConfig) -> Registere
         distance=model.distance,
         binary_quantization=model.binary_quantization,
         is_default=model.name == config.embedding.default,
+        input=SIGNATURES[model.input],
     )
 
 
@@ -122,13 +129,17 @@ def register_models(conn: psycopg.Connection[Any], config: GarageConfig) -> list
         # Clear the old default first: the partial unique index admits one default at a time.
         conn.execute("UPDATE embedding_models SET is_default = false WHERE is_default")
         for model in models:
+            old = existing.get(model.name)
+            if old is not None and old.input != model.input:
+                _forget_passage_vectors(conn, old, model)
             conn.execute(
                 """
                 INSERT INTO embedding_models (name, slug, provider, host, model_id, dimensions,
-                    modality, distance, binary_quantization, is_default)
-                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    modality, distance, binary_quantization, is_default, input)
+                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                 ON CONFLICT (name) DO UPDATE SET provider = EXCLUDED.provider,
-                    host = EXCLUDED.host, is_default = EXCLUDED.is_default
+                    host = EXCLUDED.host, is_default = EXCLUDED.is_default,
+                    input = EXCLUDED.input
                 """,
                 (
                     model.name,
@@ -141,10 +152,28 @@ def register_models(conn: psycopg.Connection[Any], config: GarageConfig) -> list
                     model.distance,
                     model.binary_quantization,
                     model.is_default,
+                    model.input,
                 ),
             )
             _create_table(conn, model)
     return models
+
+
+def _forget_passage_vectors(
+    conn: psycopg.Connection[Any], old: RegisteredModel, new: RegisteredModel
+) -> None:
+    """The model now embeds something else for a chunk: its passage vectors were made from the
+    old input, so they go, in the registration's transaction, and the next backfill makes them
+    again. Fact vectors stay: a fact is embedded as its own text under every input."""
+    log.warning(
+        "embedding model %s: input %s -> %s, its passage vectors in %s are dropped and will be "
+        "embedded again",
+        new.name,
+        old.input,
+        new.input,
+        old.table,
+    )
+    conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(old.table)))
 
 
 def _check_compatible(old: RegisteredModel, new: RegisteredModel) -> None:
@@ -180,6 +209,7 @@ def _create_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None
             """
         ).format(table=table, dims=sql.Literal(model.dimensions))
     )
+    _add_input_hash(conn, model)
     opclass = sql.SQL(_OPCLASS[model.distance])
     if model.binary_quantization:
         # Hamming distance over the sign bits; search re-ranks the candidates by full vectors.
@@ -230,6 +260,33 @@ def _create_distilled_table(conn: psycopg.Connection[Any], model: RegisteredMode
         )
 
 
+def _add_input_hash(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
+    """``input_sha256``: the hash of what was embedded, the key the backfill reuses a vector by.
+    A table made before it gets the column here; its vectors were made from the chunk's text
+    alone, so under the ``chunk`` input their key is the chunk's ``text_sha256``."""
+    table = sql.Identifier(model.table)
+    present = scalar(
+        conn,
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(%s)"
+        " AND attname = 'input_sha256' AND NOT attisdropped",
+        (model.table,),
+    )
+    if not present:
+        conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN input_sha256 text").format(table))
+        if model.input == "chunk":
+            conn.execute(
+                sql.SQL(
+                    "UPDATE {t} e SET input_sha256 = c.text_sha256 FROM chunks c"
+                    " WHERE c.id = e.chunk_id"
+                ).format(t=table)
+            )
+    conn.execute(
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (input_sha256)").format(
+            sql.Identifier(f"{model.table}_input_idx"), table
+        )
+    )
+
+
 def _create_fact_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
     """``potential_fact_emb_<slug>``: the vectors of fact chunks, on an index of their own, so
     search takes the nearest facts and the nearest passages separately (migration 006 makes
@@ -268,7 +325,7 @@ def registered_models(conn: psycopg.Connection[Any]) -> list[RegisteredModel]:
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
             "SELECT name, slug, provider, host, model_id, dimensions, modality, distance,"
-            " binary_quantization, is_default FROM embedding_models ORDER BY id"
+            " binary_quantization, is_default, input FROM embedding_models ORDER BY id"
         ).fetchall()
     return [RegisteredModel(**row) for row in rows]
 

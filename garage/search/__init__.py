@@ -1,4 +1,4 @@
-"""Stage 8, search: hybrid (RRF of vectors and BM25), vector-only or keyword-only.
+"""Stage 8, search: hybrid (vectors and BM25, fused per `search.fusion`), vector or keyword.
 
 ``search`` is the one entry point the CLI, the MCP tools and ``rag_ask``/``rag_agent`` share.
 It embeds the query with the registry's default text model (or ``query.model``) through the

@@ -1,9 +1,7 @@
-"""Reciprocal Rank Fusion of the vector and keyword legs, in one SQL statement per query.
-
-RRF needs only each side's ranking, which matters because cosine distance and a BM25 score are
-not comparably scaled: each chunk scores Σ 1 / (k + rank) over the engines that returned it
-(k = 60), from 200 candidates per engine. Both legs are CTEs of the same statement, joined
-with a full outer join, so a query is one round trip after its settings.
+"""Hybrid search in one SQL statement per query: the vector leg, the keyword leg, and their
+fusion (garage/search/fusion.py: Reciprocal Rank Fusion, k = 60, or a convex combination of
+normalized scores), from 200 candidates per engine. Both legs are CTEs of the same statement,
+joined with a full outer join, so a query is one round trip after its settings.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from psycopg.rows import dict_row
 
 from garage.config.model import SearchConfig
 from garage.embed.registry import RegisteredModel
-from garage.search import keyword, vector
+from garage.search import fusion, keyword, vector
 from garage.search.filters import CHUNK_DATE, FILTER_JOINS, Filters
 from garage.search.types import Mode
 
@@ -29,15 +27,7 @@ class Plan:
     params: dict[str, Any]
 
 
-_FUSED = {
-    "hybrid": """
-        fused AS (
-            SELECT coalesce(v.chunk_id, k.chunk_id) AS chunk_id,
-                   v.rank AS vector_rank, k.rank AS keyword_rank,
-                   coalesce(1.0 / (%(rrf_k)s + v.rank), 0)
-                   + coalesce(1.0 / (%(rrf_k)s + k.rank), 0) AS score
-            FROM vec v FULL OUTER JOIN kw k ON k.chunk_id = v.chunk_id
-        )""",
+_SINGLE = {
     "vector": """
         fused AS (
             SELECT chunk_id, rank AS vector_rank, NULL::bigint AS keyword_rank, score FROM vec
@@ -90,8 +80,11 @@ def plan(
         params["k1"] = settings.bm25_k1
         params["b"] = settings.bm25_b
     if mode == "hybrid":
-        params["rrf_k"] = settings.rrf_k
-    ctes.append(sql.SQL(_FUSED[mode]))
+        fused, fusion_params = fusion.fused_cte(settings)
+        ctes.append(fused)
+        params.update(fusion_params)
+    else:
+        ctes.append(sql.SQL(_SINGLE[mode]))
     statement = sql.SQL("WITH {ctes} {hits}").format(
         ctes=sql.SQL(",").join(ctes),
         hits=sql.SQL(_HITS).format(chunk_date=CHUNK_DATE, joins=FILTER_JOINS),

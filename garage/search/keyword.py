@@ -1,8 +1,8 @@
 """The keyword leg: full-text candidates, ranked by BM25 (default) or ``ts_rank_cd``.
 
 The query's terms are ORed, not ANDed: ``websearch_to_tsquery`` would require every word of
-"secure enclave firmware validation" in one chunk and return nothing, and since RRF decides the
-final order the keyword side should favour recall. The terms are the lexemes of
+"secure enclave firmware validation" in one chunk and return nothing, and since fusion decides
+the final order the keyword side should favour recall. The terms are the lexemes of
 ``to_tsvector('english', query)`` — the very function that built each chunk's ``tsv`` — so a
 query term matches exactly the postings it should.
 

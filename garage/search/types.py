@@ -43,7 +43,7 @@ class SearchHit:
     start_offset: int
     end_offset: int
     excerpt: str
-    score: float  # the fused RRF score (or the single engine's score in vector/keyword mode)
+    score: float  # the fused score (RRF or convex), or the single engine's score in its own mode
     vector_rank: int | None  # 1-based rank in that engine's candidates, None if absent
     keyword_rank: int | None
     metadata: dict[str, Any] = field(default_factory=dict)

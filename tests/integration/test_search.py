@@ -6,6 +6,7 @@ a chat thread inserted the way the Messages ingest stores one (direction, sender
 
 from __future__ import annotations
 
+import statistics
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -88,7 +89,7 @@ def _search(corpus: Corpus, text: str, config: GarageConfig | None = None, **kw:
 
 def test_hybrid_places_each_hit_where_rrf_says(corpus: Corpus, llama: LlamaServers) -> None:
     # Few candidates per engine, so some chunks are found by one engine only.
-    config = _config(llama, corpus.root, candidates=8)
+    config = _config(llama, corpus.root, candidates=8, fusion="rrf")
     text = "what happens when an exception is raised inside a try statement"
     keyword = _search(corpus, text, config, mode="keyword", limit=8)
     vector = _search(corpus, text, config, mode="vector", limit=8)
@@ -129,6 +130,88 @@ def test_hybrid_places_each_hit_where_rrf_says(corpus: Corpus, llama: LlamaServe
     assert row is not None
     assert (top.document_id, top.start_offset, top.end_offset) == row[:3]
     assert row[3].startswith(top.excerpt.removesuffix("…"))
+
+
+def _normalized(scores: dict[int, float], normalization: str) -> dict[int, float]:
+    values = list(scores.values())
+    if normalization == "zscore":
+        mean, spread = statistics.fmean(values), statistics.pstdev(values)
+        return {c: (s - mean) / spread for c, s in scores.items()}
+    low, high = min(values), max(values)
+    return {c: (s - low) / (high - low) for c, s in scores.items()}
+
+
+@pytest.mark.parametrize("normalization", ["zscore", "minmax"])
+def test_convex_fusion_places_each_hit_where_its_formula_says(
+    corpus: Corpus, llama: LlamaServers, normalization: str
+) -> None:
+    config = _config(
+        llama,
+        corpus.root,
+        candidates=8,
+        fusion="convex",
+        normalization=normalization,
+        vector_weight=0.3,
+    )
+    text = "what happens when an exception is raised inside a try statement"
+    # One query vector for all three statements: a busy embedding server's batches can move a
+    # query's vector in the fourth decimal from one request to the next.
+    with psycopg.connect(corpus.url, autocommit=True) as conn:
+        model = default_model(conn)
+        assert model is not None
+        with InferenceClient(EgressGuard.from_config(config)) as client:
+            [qvec] = client.embed(
+                model.provider,  # type: ignore[arg-type]
+                model.host,
+                model.model_id,
+                [text],
+            ).vectors
+        filters = search_filters.build(SearchQuery(text))
+        rows = {}
+        for mode, limit in (("keyword", 8), ("vector", 8), ("hybrid", 16)):
+            the_plan = hybrid.plan(
+                mode,  # type: ignore[arg-type]
+                text=text,
+                limit=limit,
+                filters=filters,
+                settings=config.search,
+                model=model,
+                query_vector=qvec,
+            )
+            rows[mode] = hybrid.run(conn, the_plan, candidates=8, filtered=False)
+    keyword, vector, hybrid_ = rows["keyword"], rows["vector"], rows["hybrid"]
+    assert len(keyword) == len(vector) == 8
+    # Each leg normalized over its own 8 candidates; a chunk one leg did not return gets that
+    # leg's lowest normalized score.
+    k_norm = _normalized({r["chunk_id"]: r["score"] for r in keyword}, normalization)
+    v_norm = _normalized({r["chunk_id"]: r["score"] for r in vector}, normalization)
+    fused = {
+        c: 0.3 * v_norm.get(c, min(v_norm.values())) + 0.7 * k_norm.get(c, min(k_norm.values()))
+        for c in set(k_norm) | set(v_norm)
+    }
+    expected = sorted(fused, key=lambda c: (-fused[c], c))
+    assert [r["chunk_id"] for r in hybrid_] == expected
+    for row in hybrid_:
+        assert row["score"] == pytest.approx(fused[row["chunk_id"]], abs=1e-9)
+    kinds = {(r["vector_rank"] is not None, r["keyword_rank"] is not None) for r in hybrid_}
+    assert kinds == {(True, True), (True, False), (False, True)}, "each kind of hit is present"
+    # Through the front door with the same configuration: hybrid, every fused chunk.
+    response = _search(corpus, text, config, mode="hybrid", limit=16)
+    assert response.mode == "hybrid" and len(response.hits) == len(expected)
+
+
+def test_convex_weights_move_the_ranking_between_the_legs(
+    corpus: Corpus, llama: LlamaServers
+) -> None:
+    text = "how do I read a file line by line"
+    keyword = _search(corpus, text, mode="keyword", limit=20)
+    vector = _search(corpus, text, mode="vector", limit=20)
+    assert [h.chunk_id for h in keyword.hits] != [h.chunk_id for h in vector.hits]
+    for weights, leg in (({"vector_weight": 1.0}, vector), ({"keyword_weight": 1.0}, keyword)):
+        config = _config(llama, corpus.root, fusion="convex", **weights)
+        fused = _search(corpus, text, config, mode="hybrid", limit=20)
+        # All the weight on one leg: that leg's order, whatever the other leg thought.
+        assert [h.chunk_id for h in fused.hits] == [h.chunk_id for h in leg.hits]
 
 
 def test_two_hundred_candidates_come_back_at_default_settings(corpus: Corpus) -> None:
@@ -414,3 +497,90 @@ def test_corpus_summaries(corpus: Corpus) -> None:
     [model] = stats.embedding_models
     assert model.name == "all-minilm-l6-v2" and model.is_default
     assert model.vectors == stats.chunks
+
+
+# -- garage eval ------------------------------------------------------------------------------
+
+
+def test_garage_eval_command(corpus: Corpus, tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from garage.cli import cli
+    from garage.evaluate import document_ranking, ndcg_at, reciprocal_rank
+
+    raw = corpus.config.model_dump(mode="json")
+    raw["database"]["url"] = corpus.url
+    config_file = tmp_path / "garage.json"
+    config_file.write_text(json.dumps(raw))
+    docs = corpus.root / "docs"
+    queries = tmp_path / "queries.tsv"
+    queries.write_text(
+        "qid\tquery\n"
+        "q1\thandling exceptions with try and except\n"
+        "q2\treading and writing files\n"
+        "q3\tdefining a class that inherits from another\n"
+        "q4\ta query nobody judged\n"
+    )
+    qrels = tmp_path / "qrels"
+    # A document named three ways: a path under the source's root, an absolute path, a URI;
+    # and one relevant document the index does not hold.
+    qrels.write_text(
+        "q1 0 errors.txt 2\n"
+        "q1 0 controlflow.txt 1\n"
+        f"q2 0 {docs / 'inputoutput.txt'} 1\n"
+        f"q3 0 {(docs / 'classes.txt').as_uri()} 1\n"
+        "q3 0 notes/never-indexed.md 1\n"
+        "q3 0 datastructures.txt 0\n"
+    )
+    runner = CliRunner()
+    base = ["--config", str(config_file), "eval", str(queries), str(qrels)]
+    result = runner.invoke(cli, [*base, "--fusion", "rrf", "--fusion", "convex", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["queries"] == 3 and report["unjudged_queries"] == ["q4"]
+    assert report["unindexed_documents"] == ["notes/never-indexed.md"]
+    labels = [run["label"] for run in report["runs"]]
+    assert labels == ["keyword", "vector", "hybrid (rrf)", "hybrid (convex)"]
+
+    # The keyword run's figures are those of the searches themselves, measured independently.
+    judged = {
+        "q1": {(docs / "errors.txt").as_uri(): 2.0, (docs / "controlflow.txt").as_uri(): 1.0},
+        "q2": {(docs / "inputoutput.txt").as_uri(): 1.0},
+        "q3": {(docs / "classes.txt").as_uri(): 1.0, "notes/never-indexed.md": 1.0},
+    }
+    texts = {"q1": "handling exceptions with try and except", "q2": "reading and writing files",
+             "q3": "defining a class that inherits from another"}  # fmt: skip
+    ndcg, rr = {}, {}
+    for query_id, text in texts.items():
+        hits = _search(corpus, text, mode="keyword", limit=100).hits
+        ranking = document_ranking(hit.uri for hit in hits)
+        ndcg[query_id] = ndcg_at(10, ranking, judged[query_id])
+        rr[query_id] = reciprocal_rank(ranking, judged[query_id])
+    keyword = report["runs"][0]
+    assert keyword["per_query_ndcg"] == pytest.approx(ndcg)
+    assert keyword["mrr"] == pytest.approx(sum(rr.values()) / 3)
+    # q3's second relevant document is never found: recall at most 1/2 for it.
+    assert all(run["recall_at_100"] <= (1 + 1 + 0.5) / 3 + 1e-9 for run in report["runs"])
+    assert all(0 < run["ndcg_at_10"] <= 1 and 0 < run["mrr"] <= 1 for run in report["runs"])
+
+    result = runner.invoke(cli, [*base, "--mode", "keyword", "--mode", "hybrid"])
+    assert result.exit_code == 0, result.output
+    assert "3 queries scored" in result.output and "1 queries not in the qrels" in result.output
+    assert "1 relevant documents are not in the index" in result.output
+    lines = result.output.splitlines()
+    table = lines[next(i for i, line in enumerate(lines) if line.startswith("mode ")) :]
+    assert table[0].split() == ["mode", "nDCG@10", "recall@100", "MRR", "p50", "ms"]
+    assert [line.split()[0] for line in table[1:]] == ["keyword", "hybrid"]
+
+    qrels.write_text("q1 0 errors.txt 2\nq1 0 classes.txt yes\n")
+    result = runner.invoke(cli, base)
+    assert result.exit_code == 1 and f"{qrels}:2: relevance 'yes' is not a number" in result.output
+    qrels.write_text("x1 0 errors.txt 1\n")
+    result = runner.invoke(cli, base)
+    assert result.exit_code == 1 and "no query of the queries file has a relevant" in result.output
+    result = runner.invoke(cli, [*base, "--mode", "vector", "--fusion", "convex"])
+    assert result.exit_code == 2 and "--fusion measures hybrid search" in result.output
+    result = runner.invoke(cli, ["eval", "--help"])
+    assert result.exit_code == 0 and "nDCG@10" in result.output

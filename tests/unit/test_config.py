@@ -144,3 +144,39 @@ def test_broken_file_never_half_applies(tmp_path: Path) -> None:
         load_config(path, env={})
     # Nothing was written back: the broken file is still exactly what the person wrote.
     assert json.loads(path.read_text()) == {"sources": [], "limits": {"bogus": 1}}
+
+
+def test_search_fusion_settings(tmp_path: Path) -> None:
+    raw = {"search": {"fusion": "convex", "normalization": "minmax", "vector_weight": 0.7}}
+    config = load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})
+    assert config.search.leg_weights == pytest.approx((0.7, 0.3))
+    raw = {"search": {"keyword_weight": 0.25}}
+    config = load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})
+    assert config.search.leg_weights == pytest.approx((0.75, 0.25))
+    assert load_config(tmp_path / "absent.json", env={}).search.leg_weights == (0.5, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        ({"fusion": "borda"}, r"search\.fusion: Input should be 'rrf' or 'convex'"),
+        ({"normalization": "rank"}, r"search\.normalization: Input should be 'zscore' or"),
+        ({"vector_weight": 1.5}, r"search\.vector_weight: Input should be less than or equal"),
+        ({"keyword_weight": -0.1}, r"search\.keyword_weight: Input should be greater than"),
+        (
+            {"vector_weight": 0.6, "keyword_weight": 0.6},
+            r"search: Value error, vector_weight \(0\.6\) and keyword_weight \(0\.6\) must add",
+        ),
+    ],
+)
+def test_bad_fusion_settings_name_the_field(tmp_path: Path, search: dict, message: str) -> None:
+    path = write(tmp_path / "g.json", json.dumps({"search": search}))
+    with pytest.raises(ConfigError, match=message):
+        load_config(path, env={})
+
+
+def test_embedding_input_is_named_when_wrong(tmp_path: Path) -> None:
+    model = {"name": "m", "model": "m", "dimensions": 8, "input": "summary"}
+    raw = {"embedding": {"default": "m", "models": [model]}}
+    with pytest.raises(ConfigError, match=r"embedding\.models\[0:m\]\.input: Input should be"):
+        load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from garage.search.evaluation import dcg, document_ranking, ndcg_at, recall_at
+from garage.evaluate.metrics import dcg, document_ranking, ndcg_at, recall_at, reciprocal_rank
 from tests.material import material
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,3 +94,12 @@ def test_sections_split_at_every_reST_title() -> None:
         ("Why?", "because"),
         ("Over", "last"),
     ]
+
+
+def test_reciprocal_rank_is_one_over_the_first_relevant_rank() -> None:
+    judgments = {"b": 1.0, "d": 2.0, "x": 0.0}
+    assert reciprocal_rank(["x", "b", "d"], judgments) == 0.5
+    assert reciprocal_rank(["d"], judgments) == 1.0
+    assert reciprocal_rank(["x", "y"], judgments) == 0.0  # a judged non-relevant one is no hit
+    with pytest.raises(ValueError, match="no relevant document"):
+        reciprocal_rank(["a"], {"a": 0.0})

@@ -1,4 +1,4 @@
-"""Retrieval quality measures over a judged collection: nDCG@k and recall@k.
+"""Retrieval quality measures over a judged collection: nDCG@k, recall@k and MRR.
 
 Search returns chunks; a judged collection judges documents. ``document_ranking`` turns a hit
 list into the ranking of documents it implies (each document at the rank of its best chunk),
@@ -40,3 +40,14 @@ def recall_at(k: int, ranking: Sequence[str], judgments: Mapping[str, float]) ->
     if not relevant:
         raise ValueError("a query with no relevant document cannot be scored")
     return len(relevant.intersection(ranking[:k])) / len(relevant)
+
+
+def reciprocal_rank(ranking: Sequence[str], judgments: Mapping[str, float]) -> float:
+    """1 / the rank of the first relevant document in ``ranking``, 0 when none is there; its
+    mean over the queries is MRR."""
+    if not any(gain > 0 for gain in judgments.values()):
+        raise ValueError("a query with no relevant document cannot be scored")
+    for rank, document in enumerate(ranking, 1):
+        if judgments.get(document, 0.0) > 0:
+            return 1.0 / rank
+    return 0.0

@@ -52,6 +52,9 @@ ALL_CLASSES: tuple[CorpusClass, ...] = ("document", "code", "communication")
 # Room left in the context for the chat template's own tokens around each message.
 TEMPLATE_TOKENS = 64
 MIN_EXCERPT_CHARS = 300
+# The JSON around the answer ({"stated": "yes", "excerpts": [1, 2], "answer": "..."}) costs
+# tokens of its own: the answer keeps its whole budget on top of them.
+STRUCTURE_TOKENS = 24
 
 # (progress, total, message): how far a call got, for clients that show it.
 Progress = Callable[[float, float | None, str], None]
@@ -201,7 +204,7 @@ def ask(
             not_in_excerpts=True,
             took_ms=_ms_since(started),
         )
-    shown = fit_excerpts(model, question, hits, answer_tokens)
+    shown = fit_excerpts(model, question, hits, answer_tokens + STRUCTURE_TOKENS)
     generated = _generate(model, question, hits, shown, answer_tokens, on_text, on_progress, cancel)
     shown = generated.shown
     if len(shown) < len(hits):
@@ -352,7 +355,7 @@ def _generate(
                 # Greedy: an answer from excerpts gains nothing from sampling, and the same
                 # question then gets the same answer.
                 temperature=0.0,
-                max_tokens=answer_tokens,
+                max_tokens=answer_tokens + STRUCTURE_TOKENS,
                 cancel=cancel,
             ):
                 if delta.text:

@@ -86,8 +86,10 @@ class GraphTools:
         ],
         hops: Annotated[int, Field(ge=1, le=MAX_HOPS, description="How many hops out.")] = 1,
     ) -> Neighbourhood:
-        """Get a vertex's neighbourhood in the graph: the vertices within hops edges of it,
-        each with its ring, and the edges between them."""
+        """Get a vertex's neighbourhood in the graph, within a number of hops.
+
+        Returns the vertices within hops edges of it, each with its ring, and the edges
+        between them."""
         with _graph_errors(), self.runtime.reader() as conn:
             return neighbourhood(
                 conn, vertex, hops=hops, allow_communications=self.allow_communications

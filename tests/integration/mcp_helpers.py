@@ -80,3 +80,21 @@ def mcp_corpus(pg_server_url: str, llama: LlamaServers, root: Path) -> Iterator[
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+# Every tool the server lists, by name: a new tool is added here on purpose.
+TOOLS = {
+    "rag_search",
+    "rag_get_document",
+    "rag_list_sources",
+    "rag_list_authors",
+    "rag_stats",
+    "rag_ask",
+    "rag_agent",
+    "rag_generate",
+    "rag_list_facts",
+    "rag_fact_stats",
+    "rag_graph_labels",
+    "rag_graph_find",
+    "rag_graph_neighbors",
+}

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from garage.cli import cli
 from garage.mcp.http import TokenRequired, check_binding
 from tests.conftest import LlamaServers
-from tests.integration.mcp_helpers import McpCorpus, mcp_corpus
+from tests.integration.mcp_helpers import TOOLS, McpCorpus, mcp_corpus
 
 GARAGE = Path(sys.executable).with_name("garage")
 TOKEN = "test-token-0123456789abcdef"
@@ -112,7 +112,7 @@ def test_sdk_client_with_the_token_lists_and_calls_tools(served: str, corpus: Mc
                     return {"tools": tools, "search": search, "refused": refused}
 
     out = anyio.run(main)
-    assert len(out["tools"]) == 10 and "rag_ask" in out["tools"]
+    assert set(out["tools"]) == TOOLS
     assert not out["search"].is_error
     assert out["search"].structured_content["hits"][0]["document_id"] == corpus.thread_id
     assert out["refused"].is_error

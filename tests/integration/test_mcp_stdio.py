@@ -19,24 +19,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.conftest import LlamaServers
-from tests.integration.mcp_helpers import McpCorpus, mcp_corpus
+from tests.integration.mcp_helpers import TOOLS, McpCorpus, mcp_corpus
 
 GARAGE_MCP = Path(sys.executable).with_name("garage-mcp")
-TOOLS = {
-    "rag_search",
-    "rag_get_document",
-    "rag_list_sources",
-    "rag_list_authors",
-    "rag_stats",
-    "rag_ask",
-    "rag_agent",
-    "rag_generate",
-    "rag_list_facts",
-    "rag_fact_stats",
-    "rag_graph_labels",
-    "rag_graph_find",
-    "rag_graph_neighbors",
-}
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,9 @@ by Garage itself. Questions:
 
 - ``--questions`` FAQ questions (evenly spaced over the sorted list, so the same ones every run);
 - UNANSWERABLE: questions built for this benchmark whose answer is in none of those pages
-  (checked by searching the pages for their key terms), half far from Python, half next to it.
+  (checked by searching the pages for their key terms), half far from Python, half next to it;
+- UNANSWERABLE_HELDOUT: more of the same, written after the first set had been measured and
+  reported apart, so that a change tuned on the first set is seen on questions it never saw.
 
 Every question goes through ``garage.ask.ask``, the code path of rag_ask and `garage ask`, with
 rag_ask's defaults (6 excerpts, streamed) and each model in turn. Per model:
@@ -72,6 +74,20 @@ UNANSWERABLE = (
     "How do I center a div with CSS flexbox?",
     "How many players does a soccer team have on the field?",
 )
+# Written after the questions above had been measured, and kept apart, so that a change made
+# while looking at those is also judged on questions it was not made for.
+UNANSWERABLE_HELDOUT = (
+    "How do I reset a forgotten WordPress admin password?",
+    "What is the boiling point of water at the top of Mount Everest?",
+    "Who wrote the novel Pride and Prejudice?",
+    "What is the worst-case time complexity of quicksort?",
+    "How often should I water a cactus?",
+    "How do I create a virtual machine in VirtualBox?",
+    "How do I set up two-factor authentication on my bank account?",
+    "Which SQL statement adds a column to an existing table?",
+    "What is the speed of light in a vacuum?",
+    "How do I feed a sourdough starter?",
+)
 DEFAULT_CHATS = (
     "smollm2-135m-instruct=http://127.0.0.1:18081",
     "qwen2.5-coder-1.5b-instruct=http://127.0.0.1:18083",
@@ -88,6 +104,8 @@ class Tally:
     refused_answerable: int = 0
     unanswerable: int = 0
     refused_unanswerable: int = 0
+    heldout: int = 0
+    refused_heldout: int = 0
     first_token_ms: list[float] = field(default_factory=list)
     total_ms: list[float] = field(default_factory=list)
 
@@ -126,8 +144,12 @@ def run_model(
     with psycopg.connect(url, autocommit=True) as conn, chat_model(config) as model:
         [root] = conn.execute("SELECT roots[1] FROM sources WHERE name = 'python-docs'").fetchone()  # type: ignore[misc]
         prefix = Path(root).as_uri() + "/"
-        asked = [(q, True) for q in questions] + [(q, False) for q in UNANSWERABLE]
-        for n, (question, answerable) in enumerate(asked, 1):
+        asked = (
+            [(q, "answerable") for q in questions]
+            + [(q, "unanswerable") for q in UNANSWERABLE]
+            + [(q, "heldout") for q in UNANSWERABLE_HELDOUT]
+        )
+        for n, (question, kind) in enumerate(asked, 1):
             started = time.monotonic()
             result = ask(
                 conn, config, question, limit=args.limit, model=model,
@@ -138,7 +160,7 @@ def run_model(
                 tally.first_token_ms.append(result.first_token_ms)
             tally.total_ms.append(took)
             shown = {c.number: c.uri.removeprefix(prefix) for c in result.citations}
-            if answerable:
+            if kind == "answerable":
                 relevant = collection.judgments[question]
                 tally.answerable += 1
                 tally.cites += bool(result.cited)
@@ -146,11 +168,13 @@ def run_model(
                 if any(doc in relevant for doc in shown.values()):
                     tally.relevant_shown += 1
                     tally.cites_relevant += any(shown[c] in relevant for c in result.cited)
-            else:
+            elif kind == "unanswerable":
                 tally.unanswerable += 1
                 tally.refused_unanswerable += result.not_in_excerpts
+            else:
+                tally.heldout += 1
+                tally.refused_heldout += result.not_in_excerpts
             if args.verbose:
-                kind = "A" if answerable else "U"
                 print(
                     f"--- {kind} {question}\n{result.answer}\ncited {result.cited}, "
                     f"not in excerpts {result.not_in_excerpts}, {took / 1000:.1f} s",
@@ -173,6 +197,7 @@ def print_table(tallies: list[Tally], limit: int) -> None:
         ("'not in excerpts', answerable", lambda t: share(t.refused_answerable, t.answerable)),
         ("'not in excerpts', unanswerable",
          lambda t: share(t.refused_unanswerable, t.unanswerable)),
+        ("'not in excerpts', held out", lambda t: share(t.refused_heldout, t.heldout)),
         ("first token p50 / p95, s", lambda t: f"{percentile(t.first_token_ms, .5) / 1000:.1f} / "
                                               f"{percentile(t.first_token_ms, .95) / 1000:.1f}"),
         ("total p50 / p95, s", lambda t: f"{percentile(t.total_ms, .5) / 1000:.1f} / "
@@ -225,7 +250,10 @@ def main() -> None:
     url = with_database(server, name)
 
     def measure(config: GarageConfig) -> None:
-        print(f"{len(questions)} answerable and {len(UNANSWERABLE)} unanswerable questions")
+        print(
+            f"{len(questions)} answerable, {len(UNANSWERABLE)} unanswerable and "
+            f"{len(UNANSWERABLE_HELDOUT)} held-out unanswerable questions"
+        )
         tallies = [
             run_model(url, chat_config(config, model, host), collection, questions, args)
             for model, host in chats

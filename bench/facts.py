@@ -40,6 +40,7 @@ from bench.common import with_database  # noqa: E402
 from garage.config import GarageConfig  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
 from garage.facts import enrich_facts  # noqa: E402
+from garage.inference.model_key import auth_headers, load_key  # noqa: E402
 from garage.ingest import ingest_source  # noqa: E402
 
 MATERIAL = Path(os.environ.get("GARAGE_CACHE", Path.home() / ".cache" / "garage")) / "material"
@@ -119,12 +120,18 @@ def _docx_chars(path: Path) -> int:
 
 def chat_host(args: argparse.Namespace) -> tuple[str, str]:
     hosts = [args.model_url] if args.model_url else list(CANDIDATE_HOSTS)
+    key = load_key()  # the local servers answer only requests that carry their key
     with httpx.Client(timeout=5, trust_env=False) as http:
         for host in hosts:
             try:
                 if http.get(f"{host}/health").status_code != 200:
                     continue
-                models = [m["id"] for m in http.get(f"{host}/v1/models").json()["data"]]
+                models = [
+                    m["id"]
+                    for m in http.get(
+                        f"{host}/v1/models", headers=auth_headers("llama_server", host, key)
+                    ).json()["data"]
+                ]
             except (httpx.HTTPError, KeyError, ValueError):
                 continue
             return host, args.model or models[0]

@@ -33,6 +33,7 @@ import psycopg
 
 from garage.ask import prompts
 from garage.ask.citations import ReadCitations, read_citations, says_not_in_excerpts
+from garage.ask.coverage import missing_words, question_words, rare_words
 from garage.ask.structured import AnswerStream, answer_schema
 from garage.config import GarageConfig
 from garage.inference import ContextExceeded, EgressRefused, LocalChatModel
@@ -204,8 +205,11 @@ def ask(
             not_in_excerpts=True,
             took_ms=_ms_since(started),
         )
-    shown = fit_excerpts(model, question, hits, answer_tokens + STRUCTURE_TOKENS)
-    generated = _generate(model, question, hits, shown, answer_tokens, on_text, on_progress, cancel)
+    rare = rare_words(conn, question_words(question))
+    shown = fit_excerpts(model, question, hits, answer_tokens + STRUCTURE_TOKENS, rare)
+    generated = _generate(
+        model, question, hits, shown, answer_tokens, rare, on_text, on_progress, cancel
+    )
     shown = generated.shown
     if len(shown) < len(hits):
         notes.append(f"{len(hits) - len(shown)} excerpt(s) left out to fit the model's context")
@@ -278,14 +282,22 @@ def _citations(hits: Sequence[SearchHit], excerpt_chars: int) -> list[Citation]:
     ]
 
 
-def ask_messages(question: str, citations: Sequence[Citation]) -> list[Message]:
+def ask_messages(
+    question: str, citations: Sequence[Citation], rare: Sequence[str] = ()
+) -> list[Message]:
+    """The prompt: the excerpts, the question, and the question's ``rare`` words (see
+    garage.ask.coverage) that no excerpt contains."""
     blocks = []
     for c in citations:
         about = ", ".join(x for x in (c.source, c.corpus_class, c.author) if x)
         # "Excerpt [n]", not a bare "[n]" opening the line: a small model copies a bare one
         # to the front of its answer as a list marker, whatever it then says.
         blocks.append(f"Excerpt [{c.number}], from {c.title or c.uri} ({about}):\n{c.excerpt}")
-    user = prompts.ASK_USER.format(excerpts="\n\n".join(blocks), question=question.strip())
+    missing = missing_words(question, blocks, rare)
+    coverage = prompts.ASK_COVERAGE.format(words=", ".join(missing)) if missing else ""
+    user = prompts.ASK_USER.format(
+        excerpts="\n\n".join(blocks), question=question.strip(), coverage=coverage
+    )
     return [{"role": "system", "content": prompts.ASK_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -296,7 +308,11 @@ def prompt_tokens(model: LocalChatModel, messages: Sequence[Message], classes: s
 
 
 def fit_excerpts(
-    model: LocalChatModel, question: str, hits: Sequence[SearchHit], answer_tokens: int
+    model: LocalChatModel,
+    question: str,
+    hits: Sequence[SearchHit],
+    answer_tokens: int,
+    rare: Sequence[str] = (),
 ) -> list[Citation]:
     """As many of the best excerpts as fit the context with room for the answer: the
     lowest-ranked go first; a lone excerpt still too long is shortened."""
@@ -304,7 +320,7 @@ def fit_excerpts(
     count, excerpt_chars = len(hits), EXCERPT_CHARS
     while True:
         citations = _citations(hits[:count], excerpt_chars)
-        messages = ask_messages(question, citations)
+        messages = ask_messages(question, citations, rare)
         used = prompt_tokens(model, messages, {c.corpus_class for c in citations})
         if used <= budget:
             return citations
@@ -331,6 +347,7 @@ def _generate(
     hits: Sequence[SearchHit],
     shown: list[Citation],
     answer_tokens: int,
+    rare: Sequence[str],
     on_text: Callable[[str], None] | None,
     on_progress: Progress | None,
     cancel: threading.Event | None,
@@ -349,7 +366,7 @@ def _generate(
         asked = time.monotonic()
         try:
             for delta in model.stream(
-                ask_messages(question, citations),
+                ask_messages(question, citations, rare),
                 corpus_classes={c.corpus_class for c in citations},
                 json_schema=answer_schema(len(citations)),
                 # Greedy: an answer from excerpts gains nothing from sampling, and the same

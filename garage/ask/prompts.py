@@ -21,14 +21,20 @@ Reply with one JSON object:
 - "excerpts": the numbers of the excerpts that state it, the best first (one to three); [] when \
 "stated" is "no";
 - "answer": the answer in at most four sentences, from those excerpts; "{NOT_IN_EXCERPTS}" when \
-"stated" is "no"."""
+"stated" is "no".
+
+A line after the question may list words of the question that no excerpt contains. When the \
+question is about one of them, no excerpt states the answer: "stated" is "no"."""
 
 ASK_USER = """\
 {excerpts}
 
 Question: {question}
-
+{coverage}
 Does an excerpt state the answer? Reply with the JSON object."""
+
+# Filled with garage.ask.coverage.missing_words; empty when every word is found.
+ASK_COVERAGE = "No excerpt contains these words of the question: {words}.\n"
 
 NO_EXCERPTS = "Nothing in the index matched the question, so there is nothing to answer from."
 

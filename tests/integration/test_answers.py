@@ -22,14 +22,16 @@ import psycopg
 import pytest
 from mcp import ClientSession
 
-from garage.ask import ask
+from garage.ask import ask, ask_messages, fit_excerpts
 from garage.ask.citations import read_citations
+from garage.ask.coverage import question_words, rare_words
 from garage.config import GarageConfig
 from garage.inference import EgressGuard, InferenceClient, LocalChatModel
 from garage.inference.stream import GenerationStopped
 from garage.mcp.agent import Agent
 from garage.mcp.runtime import Runtime
 from garage.mcp.tools import CorpusTools
+from garage.search import SearchQuery, search
 from tests.conftest import ROOT, LlamaServers
 from tests.fakes.model_servers import FakeState, fake_server
 from tests.integration.mcp_helpers import McpCorpus, mcp_corpus
@@ -227,6 +229,25 @@ def test_rag_ask_over_mcp_reports_progress(corpus: McpCorpus, tmp_path: Path) ->
     assert len(reports) >= 3
     assert [p for p, _, _ in reports] == sorted(p for p, _, _ in reports)
     assert reports[0][2] and "searching" in reports[0][2]
+
+
+def test_the_prompt_names_the_rare_words_no_excerpt_contains(corpus: McpCorpus) -> None:
+    """PostgreSQL is in no chunk of the tutorial: the prompt says no excerpt contains it. The
+    tutorial's own words (exceptions, errors) are in chunks: never listed."""
+    model = _model(corpus.config)
+    with psycopg.connect(corpus.url, autocommit=True) as conn:
+        assert rare_words(conn, ["PostgreSQL", "exception", "errors"]) == ["PostgreSQL"]
+        prompts = {}
+        for question in (UNANSWERABLE, ANSWERABLE):
+            rare = rare_words(conn, question_words(question))
+            hits = search(conn, corpus.config, SearchQuery(text=question, limit=3)).hits
+            shown = fit_excerpts(model, question, hits, 200, rare)
+            prompts[question] = ask_messages(question, shown, rare)[1]["content"].splitlines()
+    model.client.close()
+    listed = [line for line in prompts[UNANSWERABLE] if line.startswith("No excerpt contains")]
+    # The tutorial is under 200 chunks: only words in none of them are rare (port, listen too).
+    assert len(listed) == 1 and "PostgreSQL" in listed[0].split(": ")[1], listed
+    assert not any(line.startswith("No excerpt contains") for line in prompts[ANSWERABLE])
 
 
 # -- Qwen2.5-Coder-1.5B: the citation contract ------------------------------------------------

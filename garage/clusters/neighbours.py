@@ -14,7 +14,7 @@ import numpy as np
 
 from garage.clusters.model import Group, Vector
 
-TILE = 2048  # rows and columns per product: 2048 x 2048 float32 similarities is 16 MB
+TILE = 4096  # rows and columns per product: 4096 x 4096 float32 similarities is 64 MB
 # Before a row has k neighbours, its k-th best among this many of a tile's columns bounds
 # what can still enter, so the first tile a row meets is not kept whole.
 SAMPLE = 256

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 # A word in at most this share of the index's chunks is rare (1 in 200; in an index under 200
 # chunks, only a word in none).
@@ -106,17 +107,19 @@ def rare_words(conn: psycopg.Connection[Any], words: Sequence[str]) -> list[str]
     word of several lexemes ("one-liners") is rare when one of them is."""
     if not words:
         return []
-    row = conn.execute("SELECT coalesce(sum(chunks), 0) FROM bm25_corpus").fetchone()
-    most = int(int(row[0] if row else 0) * RARE_SHARE)
-    rows = conn.execute(
-        """
+    # A tuple cursor: callers' connections may carry a dict row factory.
+    with conn.cursor(row_factory=tuple_row) as cur:
+        row = cur.execute("SELECT coalesce(sum(chunks), 0) FROM bm25_corpus").fetchone()
+        most = int(int(row[0] if row else 0) * RARE_SHARE)
+        rows = cur.execute(
+            """
         SELECT DISTINCT l.word
           FROM unnest(%(words)s::text[]) AS l(word)
          CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', l.word))) AS t(term)
          WHERE (SELECT count(*) FROM (SELECT 1 FROM bm25_postings p
                                        WHERE p.term = t.term LIMIT %(most)s + 1) AS s) <= %(most)s
         """,
-        {"words": list(words), "most": most},
-    ).fetchall()
+            {"words": list(words), "most": most},
+        ).fetchall()
     rare = {r[0] for r in rows}
     return [w for w in words if w in rare]

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import psycopg
+from psycopg.rows import dict_row
 import pytest
 from mcp import ClientSession
 
@@ -238,6 +239,10 @@ def test_the_prompt_names_the_rare_words_no_excerpt_contains(corpus: McpCorpus) 
     with psycopg.connect(corpus.url, autocommit=True) as conn:
         assert rare_words(conn, ["PostgreSQL", "exception", "errors"]) == ["PostgreSQL"]
         prompts = {}
+    # The MCP server and the CLI open their connections with dict rows: the same answer.
+    with psycopg.connect(corpus.url, autocommit=True, row_factory=dict_row) as conn:
+        assert rare_words(conn, ["PostgreSQL", "exception", "errors"]) == ["PostgreSQL"]
+    with psycopg.connect(corpus.url, autocommit=True) as conn:
         for question in (UNANSWERABLE, ANSWERABLE):
             rare = rare_words(conn, question_words(question))
             hits = search(conn, corpus.config, SearchQuery(text=question, limit=3)).hits

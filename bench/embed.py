@@ -287,10 +287,21 @@ def main() -> None:
         load_chunks(url, chunks)
         for _, host in raw_hosts:
             raw_round(host, args.model, chunks[:BATCH])  # warm the server up
+        runtime = None
         if not args.no_independent:
-            runtime = _independent().SentenceTransformersRuntime(
-                threads=os.cpu_count() or 1, batch=BATCH
-            )
+            try:
+                runtime = _independent().SentenceTransformersRuntime(
+                    threads=os.cpu_count() or 1, batch=BATCH
+                )
+            except ImportError as error:
+                # Not a dependency of Garage: the anchor is optional, and says how to get it.
+                print(
+                    f"independent runtime skipped ({error}): install it with "
+                    "`.venv/bin/pip install torch --index-url "
+                    "https://download.pytorch.org/whl/cpu sentence-transformers`",
+                    flush=True,
+                )
+        if runtime is not None:
             independent = Side(runtime.version)
             sample = chunks[:16]
             theirs = runtime.embed(sample)
@@ -301,7 +312,7 @@ def main() -> None:
             for side, (_, host) in zip(raws, raw_hosts, strict=True):
                 side.seconds.append(raw_round(host, args.model, chunks))
                 line.append(f"{len(chunks) / side.seconds[-1]:.1f}")
-            if independent is not None:
+            if independent is not None and runtime is not None:
                 independent.seconds.append(runtime.round(chunks))
                 line.append(f"independent {len(chunks) / independent.seconds[-1]:.1f}")
             ours.seconds.append(garage_round(url, config))

@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 import psycopg
-from psycopg.rows import dict_row
 import pytest
 from mcp import ClientSession
+from psycopg.rows import dict_row
 
 from garage.ask import ask, ask_messages, fit_excerpts
 from garage.ask.citations import read_citations

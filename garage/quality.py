@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 MIN_CHARS = 400  # below this there is too little evidence to judge, and too little to do harm
 PROSE_SENTENCES = 3  # distinct sentences a person wrote, for the prose to vouch for a text…
@@ -96,6 +97,7 @@ _FUNCTION_WORDS = frozenset(
 # A person's contact beside their name (mail addresses, web pages): lists of people carry them.
 _CONTACT = re.compile(r"<?(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?://|www\.)\S+)>?[,;.]?")
 _SENTENCE_END = frozenset(".,;:!?")
+_PUNCT_END = re.compile(r"[.,;:!?](?=\s|$)")  # a token ending in one of _SENTENCE_END
 
 
 @dataclass(frozen=True)
@@ -190,8 +192,12 @@ def _hits(s: dict[str, float], flags: tuple[tuple[str, float, bool, str], ...]) 
 # -- signals ------------------------------------------------------------------------------------
 
 
+# Tokens repeat (words, operators, the same identifiers): a cache makes most lookups one dict hit.
+@lru_cache(maxsize=1 << 16)
 def _token_class(token: str) -> tuple[str, int]:
     """W word, N number, M letters and digits, E hex/base64 (with its length), S anything else."""
+    if token.isalpha():  # most tokens, and nothing to strip from them
+        return "W", 0
     core = token.strip(_STRIP)
     if not core:
         return "S", 0
@@ -313,7 +319,7 @@ def _signals(text: str) -> dict[str, float]:
     letters_only = _NON_LETTERS.sub("", sample)  # C speed: a Python loop per character is not
     letters, upper = len(letters_only), sum(map(str.isupper, letters_only))
     encoded = 0
-    classes: Counter[str] = Counter()
+    kinds_seen: list[str] = []  # every counted token's class, tallied once at the end
     shapes: Counter[str] = Counter()
     tokens = punct = stamped = syntax = tables = 0
     prose: list[str] = []  # lines that may hold sentences (not tables, logs or comments)
@@ -322,36 +328,44 @@ def _signals(text: str) -> dict[str, float]:
     markdown, aligned = _table_rows(lines)
     table_rows = markdown | aligned if _tables_are_human(lines, aligned) else markdown
     for index, line in enumerate(lines):
-        head = line.lstrip()[:3]
+        stripped = line.lstrip()
+        head = stripped[:3]
         # The timestamp pattern is costly: try it only where a line could start with one.
         hinted = head[:1].isdigit() or head[:1] in "[<(" or head.lower() in _MONTHS
         stamp = _TIMESTAMP.match(line) if hinted else None
         stamped += stamp is not None
         syntax += _SYNTAX.search(line) is not None
         # Mail quoting ("> ", "|") and list markers are not part of what a line says.
-        body = line if stamp is not None else _LIST_MARKER.sub("", _QUOTED.sub("", line))
+        body = line
+        if stamp is None:
+            if stripped.startswith((">", "|")):
+                body = _QUOTED.sub("", body)
+            marker = _LIST_MARKER.match(body)
+            if marker is not None:
+                body = body[marker.end() :]
         words = body.split()
-        kinds = []
-        for word in words:
-            kind, length = _token_class(word)
-            encoded += length
-            kinds.append(kind)
+        pairs = list(map(_token_class, words))
+        kinds = [kind for kind, _ in pairs]
+        if "E" in kinds:
+            encoded += sum(length for _, length in pairs)
         if stamp is None and (len(words) == 1 or index in table_rows):
             # Table rows (spreadsheets, tables in a PDF, an Office file or a post) and lists of
             # one entry a line are data by design, as a sheet is: they count for encoding and
             # timestamps, not for the number and punctuation ratios or line shapes.
             tables += 1
             continue
-        classes.update(kinds)
+        kinds_seen += kinds
         if not _COMMENT.match(body):
             prose.append(body)
         tokens += len(words)
-        punct += sum(1 for word in words if word[-1] in _SENTENCE_END)
+        # Tokens that end a sentence or clause: a mark followed by a space or the line's end.
+        punct += len(_PUNCT_END.findall(body))
         # The shape of a line: the classes of its first eight tokens after any timestamp, so
         # that log records of one template share a shape while prose lines rarely do.
         if stamp is not None:
             kinds = [_token_class(w)[0] for w in line[stamp.end() :].split()]
         shapes["".join(kinds[:8]) + ("+" if len(kinds) > 8 else "")] += 1
+    classes = Counter(kinds_seen)
     floor = max(3, 0.01 * n_lines)
     repeated = sum(
         count

@@ -1,29 +1,33 @@
 """Ingest one source: walk, materialize, extract, quality gate, attribute, chunk, store.
 
-A single process handles one file at a time, one transaction per document, so a crash leaves
-every earlier document committed. Most files are decided from a stat and what the database
-already knows (``state.py``); only new or changed files are read, and only the budget's worth of
-cloud placeholders are downloaded. The run's state, the per-document unit of failure and the
-deletion guard are in ``run.py``.
+One file is stored at a time, one transaction per document, in walk order, so a crash leaves
+every earlier document committed; the next files are extracted meanwhile (``lookahead.py``).
+Most files are decided from a stat and what the database already knows (``state.py``); only
+new or changed files are read, and only the budget's worth of cloud placeholders are
+downloaded. The run's state, the per-document unit of failure and the deletion guard are in
+``run.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 
 from garage.chunk import chunker_for
 from garage.config import GarageConfig, SourceConfig
-from garage.extract import ExtractionError, extract, extractor_for
-from garage.extract.ocr import OcrDeferred, ocr_budget
+from garage.extract import Extraction, ExtractionError, extract, extractor_for
+from garage.extract.ocr import OcrBudget, OcrDeferred, ocr_budget
+from garage.ingest.lookahead import DEPTH, Lookahead, lookahead
 from garage.ingest.parts import handle_multipart
 from garage.ingest.pictures import IMAGE_CHUNKER, plan_picture
 from garage.ingest.report import IngestReport
 from garage.ingest.run import IngestError, IngestRun, Progress
-from garage.ingest.store import new_chunks, refresh_stat
+from garage.ingest.store import NewChunk, new_chunks, refresh_stat
 from garage.materialize import is_placeholder
 from garage.quality import assess, exceeds_chunk_cap
 from garage.stopping import StopSignal
@@ -72,25 +76,41 @@ def ingest_source(
 
 
 def _walk(run: IngestRun, roots: list[Any], limit: int | None) -> bool:
-    """Handle every file under the roots; True only when the walk reached its end."""
+    """Handle every file under the roots; True only when the walk reached its end and every
+    file it read was finished."""
     source = run.source
-    for root in roots:
-        for item in walk(
-            root,
-            include=source.include,
-            exclude=source.exclude,
-            default_excludes=source.default_excludes,
-        ):
-            if run.check_stop():
-                run.incomplete(run.stop.reason or "stop requested")
-                return False
-            if limit is not None and run.report.seen >= limit:
-                run.incomplete(f"--limit {limit} reached")
-                return False
-            if isinstance(item, WalkError):
-                run.walk_error(item)
-            else:
-                handle_file(run, item)
+    with lookahead() as ahead:
+        for root in roots:
+            for item in walk(
+                root,
+                include=source.include,
+                exclude=source.exclude,
+                default_excludes=source.default_excludes,
+            ):
+                if run.check_stop():
+                    run.incomplete(run.stop.reason or "stop requested")
+                    return False
+                if limit is not None and run.report.seen >= limit:
+                    run.incomplete(f"--limit {limit} reached")
+                    _finish_ready(run, ahead, 0)  # read within the limit: stored
+                    return False
+                if isinstance(item, WalkError):
+                    run.walk_error(item)
+                else:
+                    handle_file(run, item, ahead)
+                if not _finish_ready(run, ahead, DEPTH):
+                    return False
+        return _finish_ready(run, ahead, 0)
+
+
+def _finish_ready(run: IngestRun, ahead: Lookahead[_Read], depth: int) -> bool:
+    """Store the prepared files beyond ``depth`` in flight; False when a stop was requested
+    first (what is still in flight is dropped: the document in hand is the one finished)."""
+    for read, prepared in ahead.ready(depth):
+        if run.check_stop():
+            run.incomplete(run.stop.reason or "stop requested")
+            return False
+        _finish(run, read, prepared)
     return True
 
 
@@ -98,8 +118,9 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def handle_file(run: IngestRun, entry: WalkEntry) -> None:
-    """Decide one file and store what it holds; a failure of any stage costs it alone."""
+def handle_file(run: IngestRun, entry: WalkEntry, ahead: Lookahead[_Read]) -> None:
+    """Decide one file; what must be extracted is prepared by ``ahead``'s worker and stored by
+    ``_finish``. A failure of any stage costs the file alone."""
     spec = extractor_for(entry.path_str)
     uri = entry.uri
     # Recorded whatever comes next: every URI the walk yielded is in ingest_seen, candidates
@@ -113,11 +134,41 @@ def handle_file(run: IngestRun, entry: WalkEntry) -> None:
             handle_multipart(run, entry, spec)
         return
     run.report.seen += 1
+    read = None
     with run.document(uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
-        _handle_single(run, entry, uri, spec)
+        read = _decide(run, entry, uri, spec)
+    if read is not None:
+        cap = run.config.limits.max_chunks_per_document
+        ahead.submit(read, _prepare, read, cap, run.ocr)
 
 
-def _handle_single(run: IngestRun, entry: WalkEntry, uri: str, spec: Any) -> None:
+@dataclass(frozen=True)
+class _Read:
+    """A file that must be extracted: its bytes, read and hashed by the walking thread."""
+
+    entry: WalkEntry
+    uri: str
+    spec: Any
+    chunker: Any
+    data: bytes
+    source_sha: str
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What the worker made of a file: ``store`` (with its content and chunks), ``rejected``,
+    ``failed`` (an ExtractionError), ``deferred`` (OCR left for a later run) or ``crashed``."""
+
+    action: str
+    reason: str = ""
+    error: Exception | None = None
+    extraction: Extraction | None = None
+    content: str = ""
+    chunks: list[NewChunk] = field(default_factory=list)
+
+
+def _decide(run: IngestRun, entry: WalkEntry, uri: str, spec: Any) -> _Read | None:
+    """Skip the file on what is known (its stat, then its bytes), or return it read."""
     known = run.known.get(uri)
     chunker = chunker_for(spec.kind, spec.language)
     current = (
@@ -131,42 +182,72 @@ def _handle_single(run: IngestRun, entry: WalkEntry, uri: str, spec: Any) -> Non
     if current and known is not None and known.mtime_ns == entry.mtime_ns:
         # A placeholder reports its real size, except the old zero-byte stubs.
         if known.size_bytes == entry.size or (placeholder and entry.size == 0):
-            return run.count("stat_skipped", entry.path_str)
+            run.count("stat_skipped", entry.path_str)
+            return None
     if run.judged_before(entry, uri, spec):
-        return run.count("stat_skipped", entry.path_str)
+        run.count("stat_skipped", entry.path_str)
+        return None
     data = run.read(entry, uri, placeholder)
     if data is None:
-        return
+        return None
     source_sha = _sha256(data)
     if current and known is not None and known.source_sha256 == source_sha:
         with run.conn.transaction():
             refresh_stat(run.conn, known.id, entry.size, entry.mtime_ns)
-        return run.count("unchanged", entry.path_str)
+        run.count("unchanged", entry.path_str)
+        return None
     if run.judged_same_bytes(entry, uri, source_sha, spec):
-        return run.count("unchanged", entry.path_str)
+        run.count("unchanged", entry.path_str)
+        return None
+    return _Read(entry, uri, spec, chunker, data, source_sha)
+
+
+def _prepare(read: _Read, cap: int, ocr: OcrBudget) -> _Prepared:
+    """Extract, judge and split one file: no database, no counters (the worker's part)."""
     try:
-        with ocr_budget(run.ocr):
-            extraction = extract(entry.path, data)
-    except OcrDeferred as error:  # recorded with no extractor version: the next run reads it
-        return run.fail(entry, uri, str(error), source_sha)
+        with ocr_budget(ocr):
+            extraction = extract(read.entry.path, read.data)
+    except OcrDeferred as error:
+        return _Prepared("deferred", str(error))
     except ExtractionError as error:
-        return run.fail(entry, uri, str(error), source_sha, spec)
+        return _Prepared("failed", str(error))
     except Exception as error:  # an extractor bug must not stop the source
-        return run.crashed(entry, uri, error, source_sha, spec)
-    cap = run.config.limits.max_chunks_per_document
+        return _Prepared("crashed", error=error)
+    chunker = read.chunker
     if extraction.picture is not None:
         plan = plan_picture(extraction, chunker, cap)
         if plan.rejected:
-            return run.reject(entry, uri, plan.rejected, source_sha, spec)
-        return run.store(entry, uri, extraction, source_sha, plan.content, plan.chunks)
+            return _Prepared("rejected", plan.rejected)
+        return _Prepared("store", extraction=extraction, content=plan.content, chunks=plan.chunks)
     text = extraction.text
     if not text.strip():
-        return run.reject(entry, uri, "no text", source_sha, spec)
+        return _Prepared("rejected", "no text")
     verdict = assess(text)
     if not verdict.accepted:
-        return run.reject(entry, uri, verdict.reason or "machine text", source_sha, spec)
+        return _Prepared("rejected", verdict.reason or "machine text")
     chunks = chunker.split(text)
     if exceeds_chunk_cap(len(chunks), cap):
         reason = f"{len(chunks)} chunks, over limits.max_chunks_per_document ({cap})"
-        return run.reject(entry, uri, reason, source_sha, spec)
-    run.store(entry, uri, extraction, source_sha, text, new_chunks(chunks, chunker.signature))
+        return _Prepared("rejected", reason)
+    return _Prepared(
+        "store", extraction=extraction, content=text, chunks=new_chunks(chunks, chunker.signature)
+    )
+
+
+def _finish(run: IngestRun, read: _Read, prepared: Future[_Prepared]) -> None:
+    """Record what the worker made of ``read``, in the document's own transaction."""
+    entry, uri, spec, sha = read.entry, read.uri, read.spec, read.source_sha
+    with run.document(uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
+        done = prepared.result()  # the worker's exception, if it raised, is this file's
+        if done.action == "store":
+            assert done.extraction is not None
+            run.store(entry, uri, done.extraction, sha, done.content, done.chunks)
+        elif done.action == "rejected":
+            run.reject(entry, uri, done.reason, sha, spec)
+        elif done.action == "failed":
+            run.fail(entry, uri, done.reason, sha, spec)
+        elif done.action == "deferred":  # recorded with no extractor version: read next run
+            run.fail(entry, uri, done.reason, sha)
+        else:
+            assert done.error is not None
+            run.crashed(entry, uri, done.error, sha, spec)

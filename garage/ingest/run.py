@@ -156,7 +156,8 @@ class IngestRun:
     ) -> None:
         """An extractor bug (not a declared ExtractionError): remembered under the extractor's
         version, so it is tried again when the extractor changes."""
-        log.exception("extractor %s crashed on %s", spec.name, entry.path)
+        # Raised in the worker that prepared the file: its traceback travels with it.
+        log.error("extractor %s crashed on %s", spec.name, entry.path, exc_info=error)
         reason = f"{entry.path.name}: {spec.name} extractor crashed ({describe(error)})"
         self.fail(entry, uri, reason, sha, spec)
 

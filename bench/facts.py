@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/facts.py [--model-url http://127.0.0.1:18083] [--model ALIAS]
                                     [--documents 20] [--max-bytes 1600] [--database-url URL]
+                                    [--keep]
 
 Real files written by other people (the test material cache, see tests/material.py): mail from
 CPython's email test suite, reStructuredText pages of the Python documentation, a PDF from
@@ -152,6 +153,11 @@ def main() -> None:
         default=os.environ.get("GARAGE_TEST_DATABASE_URL"),
         help="the server to make a scratch database on",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the scratch database and folder, and print their names, to go on from them",
+    )
     args = parser.parse_args()
     if not args.database_url:
         sys.exit("--database-url (or GARAGE_TEST_DATABASE_URL) names the server to use")
@@ -184,11 +190,16 @@ def main() -> None:
         rows = run(url, config, kinds)
         print_table(rows, model)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        with psycopg.connect(args.database_url, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch))
-            )
+        if args.keep:
+            print(f"kept: folder {folder}, database {url}", file=sys.stderr)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            with psycopg.connect(args.database_url, autocommit=True) as admin:
+                admin.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                        sql.Identifier(scratch)
+                    )
+                )
 
 
 def run(url: str, config: GarageConfig, kinds: dict[str, str]) -> list[dict[str, Any]]:

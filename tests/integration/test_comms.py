@@ -438,3 +438,42 @@ def test_cli_adds_and_ingests_a_messages_source(
     [report] = json.loads(result.output)
     assert (report["seen"], report["indexed"], report["unchanged"]) == (2, 1, 1)
     assert report["chunks_new"] == 3 and report["completed"]
+
+
+def test_chat_db_participants_become_metadata_facts(migrated_db: str, tmp_path: Path) -> None:
+    """A thread's participants are facts with no model, each grounded at the first line they
+    wrote; one who never wrote has nothing to ground in and is dropped, not invented."""
+    from garage.facts import enrich_facts
+
+    folder = tmp_path / "Messages"
+    folder.mkdir()
+    db, _ = build_chat_db(folder / "chat.db")
+    config = messages_config(tmp_path, folder)
+    run_ingest(migrated_db, config, "chats")
+    with psycopg.connect(migrated_db, autocommit=True) as conn:
+        report = enrich_facts(conn, config, prompt_names=["metadata"])
+    assert report.failed == 0 and report.requests == 0  # metadata facts ask no model
+    facts = rows(
+        migrated_db,
+        "SELECT d.title, f.fact_class, f.text, f.key,"
+        " substr(d.content, f.start_offset + 1, f.end_offset - f.start_offset)"
+        " FROM facts f JOIN documents d ON d.id = f.document_id ORDER BY d.id, f.ord",
+    )
+    assert all(text == span for *_, text, _, span in facts)
+    by_title: dict[str, list[tuple[str, str, str]]] = {}
+    for title, fact_class, text, key, _ in facts:
+        by_title.setdefault(title, []).append((fact_class, text, key))
+    direct, crew = by_title["+15550101"], by_title["Harbour crew"]
+    assert [(c, t) for c, t, _ in direct] == [("participant", "+15550101")]
+    # Anne is in the group but never wrote there (her orphan joined the one-to-one chat).
+    assert [(c, t) for c, t, _ in crew] == [
+        ("participant", "bob@example.org"),
+        ("participant", "+15550303"),
+    ]
+    assert report.dropped_ungrounded >= 1
+    # A person with an authors row (the one-to-one chat's peer) is keyed on it, anyone else on
+    # their address: the keys the distilled facts anchor on.
+    [(anne,)] = rows(migrated_db, "SELECT id FROM authors WHERE name = '+15550101'")
+    assert direct[0][2] == f"author:{anne}"
+    assert [k for _, _, k in crew] == ["address:bob@example.org", "address:+15550303"]
+    db.close()

@@ -269,11 +269,6 @@ def test_qwen_cites_the_excerpts_it_answers_from(corpus: McpCorpus, qwen_url: st
     assert any(c.uri.endswith("/errors.txt") for c in cited), [c.uri for c in cited]
 
 
-@pytest.mark.xfail(
-    reason="the constrained answer refuses 7 of 12 unanswerable questions (README, answer "
-    "quality); this one it often answers from memory",
-    strict=False,
-)
 def test_qwen_says_when_the_excerpts_do_not_hold_the_answer(
     corpus: McpCorpus, qwen_url: str
 ) -> None:

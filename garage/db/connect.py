@@ -49,6 +49,12 @@ def connect(url: str, *, autocommit: bool = False) -> Conn:
         return conn
     except psycopg.OperationalError as error:
         raise DatabaseError(f"cannot connect to PostgreSQL at {redact(url)}: {error}") from error
+    except psycopg.ProgrammingError as error:
+        # A URL libpq cannot parse: say which setting holds it, not a traceback.
+        raise DatabaseError(
+            f"database.url (or GARAGE_DATABASE_URL) is not a PostgreSQL URL libpq can read: "
+            f"{redact(url)} ({str(error).strip()})"
+        ) from error
 
 
 def redact(url: str) -> str:

@@ -96,8 +96,7 @@ _FUNCTION_WORDS = frozenset(
 )
 # A person's contact beside their name (mail addresses, web pages): lists of people carry them.
 _CONTACT = re.compile(r"<?(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?://|www\.)\S+)>?[,;.]?")
-_SENTENCE_END = frozenset(".,;:!?")
-_PUNCT_END = re.compile(r"[.,;:!?](?=\s|$)")  # a token ending in one of _SENTENCE_END
+_PUNCT_END = re.compile(r"[.,;:!?](?=\s|$)")  # a token that ends a sentence or a clause
 
 
 @dataclass(frozen=True)

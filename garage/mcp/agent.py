@@ -385,14 +385,22 @@ class _Run:
         if isinstance(value, SearchResponse):
             if not value.hits:
                 return "No matching passages."
-            blocks = []
+            blocks: list[str] = []
+            size = 0
             for hit in value.hits:
-                self._see(hit.document_id, hit.uri, hit.title, hit.source, hit.corpus_class)
                 about = ", ".join(x for x in (hit.source, hit.corpus_class, hit.author) if x)
-                blocks.append(
+                block = (
                     f"[doc {hit.document_id}] {hit.title or hit.uri} ({about})\n"
                     f"{trim(hit.excerpt, HIT_CHARS)}"
                 )
+                # Whole hits only, and only those shown count as seen: a citation must name
+                # a document whose line the model actually read.
+                if blocks and size + 2 + len(block) > RESULT_CHARS:
+                    blocks.append(f"({len(value.hits) - len(blocks)} more hits left out)")
+                    break
+                self._see(hit.document_id, hit.uri, hit.title, hit.source, hit.corpus_class)
+                blocks.append(block)
+                size += len(block) + 2
             return _bounded("\n\n".join(blocks))
         if isinstance(value, DocumentText):
             self._see(value.document_id, value.uri, value.title, value.source, value.corpus_class)

@@ -3,6 +3,8 @@ answer, the one-line signatures, and argument validation against each tool's sig
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -125,3 +127,25 @@ def test_every_reply_is_constrained_to_a_call_or_an_answer() -> None:
     assert call["additionalProperties"] is False and answer["additionalProperties"] is False
     # The last turn after the step limit may only answer.
     assert reply_schema(None) == answer
+
+
+def test_only_hits_the_model_is_shown_become_citations() -> None:
+    # Twenty long hits overflow one tool result: the ones left out must not be cited.
+    from garage.mcp.agent import RESULT_CHARS, _Run
+    from garage.search.types import SearchHit, SearchResponse
+
+    hits = [
+        SearchHit(
+            chunk_id=n, document_id=100 + n, uri=f"file:///notes/{n}.md", title=f"Note {n}",
+            source="notes", corpus_class="document", author=None, start_offset=0,
+            end_offset=500, excerpt="word " * 100, score=1.0 / n, vector_rank=n, keyword_rank=n,
+        )  # fmt: skip
+        for n in range(1, 21)
+    ]
+    run = _Run(_agent(), "what do the notes say?")
+    shown = run._render(SearchResponse("notes", "hybrid", hits, 1.0))
+    assert len(shown) <= RESULT_CHARS + 2
+    named = {int(n) for n in re.findall(r"\[doc (\d+)\]", shown)}
+    assert 1 <= len(named) < 20
+    assert set(run.seen) == named
+    assert f"({20 - len(named)} more hits left out)" in shown

@@ -136,9 +136,19 @@ def test_only_hits_the_model_is_shown_become_citations() -> None:
 
     hits = [
         SearchHit(
-            chunk_id=n, document_id=100 + n, uri=f"file:///notes/{n}.md", title=f"Note {n}",
-            source="notes", corpus_class="document", author=None, start_offset=0,
-            end_offset=500, excerpt="word " * 100, score=1.0 / n, vector_rank=n, keyword_rank=n,
+            chunk_id=n,
+            document_id=100 + n,
+            uri=f"file:///notes/{n}.md",
+            title=f"Note {n}",
+            source="notes",
+            corpus_class="document",
+            author=None,
+            start_offset=0,
+            end_offset=500,
+            excerpt="word " * 100,
+            score=1.0 / n,
+            vector_rank=n,
+            keyword_rank=n,
         )  # fmt: skip
         for n in range(1, 21)
     ]

@@ -240,6 +240,7 @@ def measure(
         row[prompt] = {
             "stored": report.facts_stored,
             "dropped": report.dropped_ungrounded,
+            "nothing": report.dropped_not_claims,
             "seconds": time.monotonic() - started,
             "failed": report.failed,
             "requests": report.requests,
@@ -280,8 +281,10 @@ def print_table(rows: list[dict[str, Any]], model: str) -> None:
             return float(sum(r[prompt][field] for r in group))
 
         def share(prompt: str) -> str:
-            seen = total(prompt, "stored") + total(prompt, "dropped")
-            return f"{total(prompt, 'stored') / seen:.0%}" if seen else "-"
+            # Grounded: located in the text, whether or not it then stated anything.
+            located = total(prompt, "stored") + total(prompt, "nothing")
+            seen = located + total(prompt, "dropped")
+            return f"{located / seen:.0%}" if seen else "-"
 
         per_k = 1000 / chars if chars else 0.0
         classes: Counter[str] = Counter()
@@ -297,7 +300,9 @@ def print_table(rows: list[dict[str, Any]], model: str) -> None:
     failed = sum(r[p]["failed"] for r in rows for p in ("default", "entities"))
     requests = sum(r[p]["requests"] for r in rows for p in ("default", "entities"))
     unparsed = sum(r[p]["unparsed"] for r in rows for p in ("default", "entities"))
+    nothing = sum(r["default"]["nothing"] for r in rows)
     print(f"{requests} model requests, {unparsed} replies that did not parse, {failed} failed")
+    print(f"{nothing} grounded default-prompt spans dropped as stating nothing (not in facts/1k)")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ def build_potential_facts(automatic: bool | None = None) -> dg.AssetsDefinition:
                 "facts_stored": report.facts_stored,
                 "metadata_facts": report.metadata_facts,
                 "dropped_ungrounded": report.dropped_ungrounded,
+                "dropped_not_claims": report.dropped_not_claims,
                 "prompts_run": report.prompts_run,
                 "prompts": ", ".join(report.prompts),
                 "refused_egress": report.refused_egress,

@@ -62,6 +62,7 @@ class EnrichReport:
     facts_stored: int = 0
     metadata_facts: int = 0
     dropped_ungrounded: int = 0
+    dropped_not_claims: int = 0  # grounded "fact" spans that state nothing (garage.facts.claims)
     refused_egress: int = 0  # communications not sent to a non-loopback model host
     failed: int = 0
     requests: int = 0
@@ -79,7 +80,8 @@ class EnrichReport:
         line = (
             f"{self.documents_read} documents read, {self.prompts_run} prompt runs, "
             f"{self.facts_stored} facts stored ({self.metadata_facts} from metadata), "
-            f"{self.dropped_ungrounded} dropped as ungrounded, {self.documents_current} current"
+            f"{self.dropped_ungrounded} dropped as ungrounded, "
+            f"{self.dropped_not_claims} as stating nothing, {self.documents_current} current"
             f" in {self.seconds:.1f}s ({self.chars_per_second:.0f} chars/s)"
         )
         if self.refused_egress:
@@ -325,6 +327,7 @@ def _enrich_document(
             continue
         report.requests += result.requests
         report.unparsed_replies += result.unparsed
+        report.dropped_not_claims += result.not_claims
         outcomes.append(
             PromptOutcome(
                 prompt.name,

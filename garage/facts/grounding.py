@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from garage.facts.claims import CLAIM_CLASS, is_claim
 from garage.facts.language_model import GarageLanguageModel
 from garage.facts.prompts import FactPrompt
 
@@ -39,6 +40,7 @@ class PromptResult:
     seconds: float
     requests: int
     unparsed: int = 0  # replies LangExtract could not parse: their chunk yielded nothing
+    not_claims: int = 0  # grounded "fact" spans that state nothing (a heading, a header line)
 
 
 def _examples(prompt: FactPrompt) -> list[Any]:
@@ -138,11 +140,17 @@ def extract_prompt(
     facts, dropped = ground(content, extractions)
     if dropped:
         log.info("%s: %d extractions could not be located and were dropped", prompt.name, dropped)
+    claims = [f for f in facts if f.fact_class != CLAIM_CLASS or is_claim(f.text)]
+    if len(claims) < len(facts):
+        log.info(
+            "%s: %d spans that state nothing were dropped", prompt.name, len(facts) - len(claims)
+        )
     return PromptResult(
         prompt,
-        facts,
+        claims,
         dropped,
         time.monotonic() - started,
         model.calls - calls_before,
         model.unparsed - unparsed_before,
+        len(facts) - len(claims),
     )

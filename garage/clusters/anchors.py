@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from email.utils import getaddresses
 
 import numpy as np
 
@@ -50,15 +51,67 @@ def anchor_groups(nodes: Iterable[Node], existing: dict[str, Group]) -> list[Gro
     return groups
 
 
+def _identity(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def identities(text: str) -> list[tuple[str, bool]]:
+    """What a header value names a person by: (address or name, is it an address). "Barry
+    Warsaw <barry@python.org>" gives the address and the name; "ppp@zzz.org" the address."""
+    if "@" not in text and "<" not in text:
+        return [(_identity(text), False)] if text.strip() else []  # a bare name, commas and all
+    found = []
+    for name, address in getaddresses([text]):
+        if "@" in address:
+            found.append((_identity(address), True))
+        name = name or ("" if "@" in address else address)
+        if name.strip():
+            found.append((_identity(name), False))
+    return found
+
+
 class AnchorIndex:
+    """Anchors by class, for joining inferred facts to them.
+
+    A person fact whose text *is* an anchor's address, or its full name, joins that anchor on
+    that evidence before any vector is compared: "barry@python.org" quoted from a mail body and
+    the sender "Barry Warsaw <barry@python.org>" are one person, though a sentence model puts
+    the two strings further apart than the similarity threshold. A one-word name ("Ana") is
+    taken only inside a document the anchor comes from; a name or address two anchors share
+    is nobody's.
+    """
+
     def __init__(self, anchors: Iterable[Group], dimensions: int):
         self.by_class: dict[str, CentroidIndex] = {}
+        self.by_identity: dict[tuple[str, str], Group | None] = {}
+        self.documents: dict[int, set[int]] = {}
         for anchor in anchors:
             self.by_class.setdefault(anchor.fact_class, CentroidIndex(dimensions)).add(anchor)
+            self.documents[id(anchor)] = {m.document_id for m in anchor.members}
+            for member in anchor.members:
+                for identity, _ in identities(member.text) if anchor.fact_class == "person" else []:
+                    slot = (anchor.fact_class, identity)
+                    if self.by_identity.get(slot, anchor) is not anchor:
+                        self.by_identity[slot] = None  # two people answer to it: neither
+                    else:
+                        self.by_identity[slot] = anchor
+
+    def _named(self, node: Node) -> Group | None:
+        for identity, is_address in identities(node.text):
+            anchor = self.by_identity.get((node.fact_class, identity))
+            if anchor is None:
+                continue
+            if is_address or " " in identity or node.document_id in self.documents[id(anchor)]:
+                return anchor
+        return None
 
     def join(self, node: Node, threshold: float) -> Group | None:
-        """Add ``node`` to the nearest anchor of its class that it is similar and agrees with;
-        return it, or None when no anchor takes it."""
+        """Add ``node`` to the anchor it names, else to the nearest anchor of its class that it
+        is similar and agrees with; return it, or None when no anchor takes it."""
+        named = self._named(node) if node.fact_class == "person" else None
+        if named is not None:
+            named.add(node)
+            return named
         index = self.by_class.get(node.fact_class)
         if index is None:
             return None

@@ -287,6 +287,32 @@ def test_a_full_run_keeps_the_rows_of_groups_found_again(corpus: tuple[str, Any,
     assert changed.mode == "full"
 
 
+def test_a_person_named_by_an_anchors_address_or_name_joins_it(
+    corpus: tuple[str, Any, Path],
+) -> None:
+    """MiniLM puts "alice@example.net" and "Jane Doe" below the similarity threshold of the
+    headers "Alice Martin <alice@example.net>" and "Jane Doe <jane@example.org>"; the address
+    and the full name are evidence enough."""
+    url, config, _ = corpus
+    store_claims(
+        url,
+        {"tickets.eml": ["person|alice@example.net"], "reply.eml": ["person|Jane Doe"]},
+        prompt="people",
+    )
+    embed_all(url, config)
+    report = _cluster(url, config)
+    anchors = dict(_rows(url, "SELECT anchor_key, id FROM distilled_facts WHERE status = 'anchor'"))
+    keys = dict(_rows(url, "SELECT text, key FROM facts WHERE prompt_name = 'metadata'"))
+    alice = anchors[keys["Alice Martin <alice@example.net>"]]
+    jane = anchors[keys["Jane Doe <jane@example.org>"]]
+    by_text = dict(
+        _rows(url, "SELECT text, distilled_fact_id FROM facts WHERE prompt_name = 'people'")
+    )
+    assert by_text == {"alice@example.net": alice, "Jane Doe": jane}
+    assert report.anchored == 3  # and minutes.md's quoted header, as before
+    _assert_guard_held(url)
+
+
 def test_loose_thresholds_still_never_break_the_guard(corpus: tuple[str, Any, Path]) -> None:
     """With every threshold at 0.3 similarity alone would merge most of the corpus; only the
     guard keeps the real restatements that disagree apart."""

@@ -17,7 +17,7 @@ import psycopg
 from garage.clusters import distill, level1, store
 from garage.clusters.anchors import AnchorIndex, anchor_groups
 from garage.clusters.grow import Attacher, full_groups
-from garage.clusters.model import Group, Node, Settings
+from garage.clusters.model import Group, Node, Settings, unit
 from garage.config import GarageConfig
 from garage.embed.registry import RegisteredModel, register_models
 from garage.inference import InferenceError, LocalChatModel
@@ -377,12 +377,20 @@ def _distill(
 
 
 def _dissolve(group: Group) -> list[Group]:
-    """Each node stands alone; the group's row goes to its representative."""
+    """Each node stands alone, except that nodes with the same normalized text stay together
+    (the model said no to the group, not to "python" being "python" in two documents: level 1's
+    rule for one document, applied to what is left). The group's row goes to the part holding
+    its representative."""
     representative = group.representative
-    singles = []
+    by_text: dict[str, list[Node]] = {}
     for member in sorted(group.members, key=lambda m: m.fact_id):
-        single = Group(member.fact_class, member.vector, [member], status="single")
-        if member is representative:
-            single.id = group.id
-        singles.append(single)
-    return singles
+        by_text.setdefault(level1.normalized(member.text) or str(member.fact_id), []).append(member)
+    parts = []
+    for members in by_text.values():
+        seed = unit(sum(m.vector for m in members))
+        part = Group(members[0].fact_class, seed, list(members))
+        part.status = "single" if len(members) == 1 else "tight"
+        if any(m is representative for m in members):
+            part.id = group.id
+        parts.append(part)
+    return parts

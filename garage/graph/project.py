@@ -221,6 +221,7 @@ def _project_tables(
         " EXISTS (SELECT 1 FROM facts m JOIN documents d ON d.id = m.document_id"
         "  WHERE m.distilled_fact_id = g.id AND d.corpus_class = 'communication') AS comm"
         " FROM distilled_facts g LEFT JOIN facts r ON r.id = g.representative_fact_id"
+        " LEFT JOIN documents rd ON rd.id = r.document_id"
         " WHERE {where}) x"
     )
     pairs = (
@@ -235,8 +236,16 @@ def _project_tables(
         (configured,),
     )  # fmt: skip
     for vertex in schema.vertices:
-        title = "coalesce(r.attributes ->> %s, r.text)" if vertex.title else "r.text"
-        params: list[Any] = [vertex.title] if vertex.title else []
+        # The title attribute is the model's word, not the document's: it is shown only when
+        # the document says it (a 1.5B model names "python" in an address the "Python Software
+        # Foundation" of its instructions' example); else the grounded text is the title.
+        title = (
+            "CASE WHEN strpos(lower(rd.content), lower(nullif(btrim(r.attributes ->> %s), '')))"
+            " > 0 THEN r.attributes ->> %s ELSE r.text END"
+            if vertex.title
+            else "r.text"
+        )
+        params: list[Any] = [vertex.title, vertex.title] if vertex.title else []
         report.vertices[vertex.label] = _vertices(
             conn, vertex.label, ids[vertex.label], pairs,
             distilled.format(title=title, chars=TITLE_CHARS, where="g.fact_class = %s"),

@@ -226,6 +226,39 @@ def test_configured_labels_appear_after_a_rebuild_alone(
     assert {e.label for e in hood.edges} >= {"WORKS_AT", "SUPPORTS"}
 
 
+def test_a_title_the_document_does_not_say_is_not_shown(
+    clustered: tuple[str, Any, Path],
+) -> None:
+    """The title attribute comes from the model; the grounded text stands in when the
+    document does not contain it."""
+    url, config, folder = clustered
+    (folder / "team.md").write_text(TEAM)
+    from garage.ingest import ingest_source
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        ingest_source(conn, config, config.source("mixed"))
+    store_claims(
+        url,
+        {
+            "team.md": [
+                ("person", "Maria Santos", {"name": "Maria Santos"}),
+                ("person", "Tom Berg", {"name": "Bob Lee"}),  # the name is invented
+            ]
+        },
+        prompt="entities",
+    )
+    embed_all(url, config)
+    configured = _with_graph(config, ENTITIES_GRAPH)
+    with psycopg.connect(url, autocommit=True) as conn:
+        cluster_facts(conn, configured)
+        rebuild_graph(conn, configured)
+        assert [v.title for v in find_vertices(conn, "Tom", labels=("Person",))] == ["Tom Berg"]
+        assert find_vertices(conn, "Bob Lee") == []
+        assert [v.title for v in find_vertices(conn, "Maria", labels=("Person",))] == [
+            "Maria Santos"
+        ]
+
+
 def test_refused_graph_blocks_name_the_field(llama: LlamaServers) -> None:
     from tests.conftest import llama_config
 

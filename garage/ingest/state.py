@@ -129,7 +129,13 @@ def clear_outcome(conn: psycopg.Connection[Any], source_id: int, uri: str) -> No
 
 
 class AuthorCache:
-    """authors rows by (name, email), created on first use."""
+    """authors rows by (name, email), created on first use.
+
+    One author per mail address: "barry@python.org" alone and "Barry Warsaw
+    <barry@python.org>" are the same person, as in any address book. A bare address takes the
+    row that has a name; a name arriving for an address first seen bare names that row; another
+    display name for a named address keeps the first name's row.
+    """
 
     def __init__(self, conn: psycopg.Connection[Any]):
         self.conn = conn
@@ -138,15 +144,39 @@ class AuthorCache:
     def id_for(self, name: str, email: str | None, is_self: bool) -> int:
         key = (name, email)
         if key not in self.ids:
-            row = self.conn.execute(
-                "INSERT INTO authors (name, email, is_self) VALUES (%s, %s, %s)"
-                " ON CONFLICT ON CONSTRAINT authors_name_email"
-                " DO UPDATE SET is_self = authors.is_self OR EXCLUDED.is_self RETURNING id",
-                (name, email, is_self),
-            ).fetchone()
-            assert row is not None
-            self.ids[key] = int(row["id"] if isinstance(row, dict) else row[0])
+            found = self._by_address(name, email, is_self) if email and "@" in email else None
+            self.ids[key] = found if found is not None else self._insert(name, email, is_self)
         return self.ids[key]
+
+    def _by_address(self, name: str, email: str, is_self: bool) -> int | None:
+        rows = [
+            (int(r["id"]), str(r["name"])) if isinstance(r, dict) else (int(r[0]), str(r[1]))
+            for r in self.conn.execute(
+                "SELECT id, name FROM authors WHERE lower(email) = lower(%s)"
+                " ORDER BY lower(name) = lower(email), id",  # named rows first
+                (email,),
+            ).fetchall()
+        ]
+        if not rows:
+            return None
+        exact = [author_id for author_id, known in rows if known == name]
+        author_id, known = (exact[0], name) if exact else rows[0]
+        named = name.strip().casefold() != email.strip().casefold()
+        if named and known.strip().casefold() == email.strip().casefold():
+            self.conn.execute("UPDATE authors SET name = %s WHERE id = %s", (name, author_id))
+        if is_self:
+            self.conn.execute("UPDATE authors SET is_self = true WHERE id = %s", (author_id,))
+        return author_id
+
+    def _insert(self, name: str, email: str | None, is_self: bool) -> int:
+        row = self.conn.execute(
+            "INSERT INTO authors (name, email, is_self) VALUES (%s, %s, %s)"
+            " ON CONFLICT ON CONSTRAINT authors_name_email"
+            " DO UPDATE SET is_self = authors.is_self OR EXCLUDED.is_self RETURNING id",
+            (name, email, is_self),
+        ).fetchone()
+        assert row is not None
+        return int(row["id"] if isinstance(row, dict) else row[0])
 
 
 def start_run(conn: psycopg.Connection[Any], source_id: int) -> int:

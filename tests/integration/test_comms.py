@@ -95,6 +95,26 @@ def test_real_mail_ingests_with_headers_body_and_sender(
     assert authored_self is True
 
 
+@pytest.mark.parametrize("bare_first", [True, False])
+def test_one_author_per_address_whatever_name_the_header_gives(
+    migrated_db: str, tmp_path: Path, bare_first: bool
+) -> None:
+    # Real mails from one sender: msg_44 says "From: barry@python.org", msg_10 "From: Barry
+    # Warsaw <barry@python.org>". Walked in either order, one author, named.
+    root = tmp_path / "mail"
+    root.mkdir()
+    first, second = ("msg_44", "msg_10") if bare_first else ("msg_10", "msg_44")
+    shutil.copy(email_corpus() / f"{first}.txt", root / "1.eml")
+    shutil.copy(email_corpus() / f"{second}.txt", root / "2.eml")
+    config = make_config(
+        tmp_path, [{"name": "mail", "kind": "mail", "roots": [str(root)], **COMMUNICATION}]
+    )
+    assert run_ingest(migrated_db, config, "mail").indexed == 2
+    authors = rows(migrated_db, "SELECT id, name, email FROM authors")
+    assert [(name, email) for _, name, email in authors] == [("Barry Warsaw", "barry@python.org")]
+    assert rows(migrated_db, "SELECT DISTINCT author_id FROM documents") == [(authors[0][0],)]
+
+
 def test_mbox_appends_and_expunges_touch_only_those_messages(
     migrated_db: str, tmp_path: Path
 ) -> None:

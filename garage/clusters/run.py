@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from garage.clusters import distill, level1, store
@@ -387,7 +388,7 @@ def _dissolve(group: Group) -> list[Group]:
         by_text.setdefault(level1.normalized(member.text) or str(member.fact_id), []).append(member)
     parts = []
     for members in by_text.values():
-        seed = unit(sum(m.vector for m in members))
+        seed = unit(np.stack([m.vector for m in members]).sum(axis=0))
         part = Group(members[0].fact_class, seed, list(members))
         part.status = "single" if len(members) == 1 else "tight"
         if any(m is representative for m in members):

@@ -22,6 +22,7 @@ from garage.ingest.run import IngestRun
 from garage.ingest.state import KnownDocument
 from garage.ingest.store import delete_documents, new_chunks, sha256_text
 from garage.materialize import is_placeholder
+from garage.printable import printable
 from garage.quality import assess, exceeds_chunk_cap
 from garage.walk import WalkEntry
 
@@ -79,7 +80,7 @@ def handle_multipart(run: IngestRun, entry: WalkEntry, spec: ExtractorSpec) -> N
     stored: set[str] = set()
     for key, extraction in documents:
         uri_of_part = part_uri(uri, key)
-        text = extraction.text
+        text = printable(extraction.text)
         verdict = assess(text) if text.strip() else None
         if verdict is None or not verdict.accepted:
             reason = "no text" if verdict is None else verdict.reason or "machine text"

@@ -29,6 +29,7 @@ from garage.ingest.report import IngestReport
 from garage.ingest.run import IngestError, IngestRun, Progress
 from garage.ingest.store import NewChunk, new_chunks, refresh_stat
 from garage.materialize import is_placeholder
+from garage.printable import printable
 from garage.quality import assess, exceeds_chunk_cap
 from garage.stopping import StopSignal
 from garage.walk import WalkEntry, WalkError, walk
@@ -218,8 +219,9 @@ def _prepare(read: _Read, cap: int, ocr: OcrBudget) -> _Prepared:
         plan = plan_picture(extraction, chunker, cap)
         if plan.rejected:
             return _Prepared("rejected", plan.rejected)
-        return _Prepared("store", extraction=extraction, content=plan.content, chunks=plan.chunks)
-    text = extraction.text
+        content = printable(plan.content)
+        return _Prepared("store", extraction=extraction, content=content, chunks=plan.chunks)
+    text = printable(extraction.text)
     if not text.strip():
         return _Prepared("rejected", "no text")
     verdict = assess(text)

@@ -42,6 +42,7 @@ from garage.ingest.store import (
     store_document,
 )
 from garage.materialize import MaterializationBudget, ReadTimeout, read_bytes
+from garage.printable import printable, printable_tree
 from garage.stopping import StopSignal
 from garage.walk import WalkEntry, WalkError
 
@@ -307,8 +308,8 @@ class IngestRun:
             if attribution.author:
                 email = _credited_email(attribution.evidence)
                 author_id = self.authors.id_for(
-                    attribution.author,
-                    email,
+                    printable(attribution.author),
+                    printable(email) if email else email,
                     attribution.relation == "authored"
                     and self.identity.is_self(attribution.author, email),
                 )
@@ -316,7 +317,7 @@ class IngestRun:
                 source_id=self.source_id,
                 uri=uri,
                 corpus_class=corpus_class,
-                title=extraction.title or entry.path.stem,
+                title=printable(extraction.title or entry.path.stem),
                 content=content,
                 source_sha256=source_sha,
                 content_sha256=sha256_text(content),
@@ -324,11 +325,11 @@ class IngestRun:
                 mtime_ns=entry.mtime_ns,
                 extractor=spec.name,
                 extractor_version=spec.version,
-                metadata=dict(extraction.metadata) | {"path": str(entry.path)},
+                metadata=printable_tree(dict(extraction.metadata) | {"path": str(entry.path)}),
                 author_id=author_id,
                 attribution=attribution.relation,
                 attribution_signal=attribution.signal,
-                attribution_evidence=dict(attribution.evidence),
+                attribution_evidence=printable_tree(dict(attribution.evidence)),
             )
             result = store_document(self.conn, record, chunks)
             if uri in self.outcomes:

@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 
 from garage.config import SourceConfig
+from garage.printable import printable
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def record_outcome(
             source_id,
             uri,
             outcome,
-            reason,
+            printable(reason),
             size,
             mtime_ns,
             source_sha256,

@@ -25,6 +25,7 @@ from tests.integration.ingest_helpers import (
 from tests.material import material
 
 STDLIB = Path(os.__file__).parent
+DOC_PAGE = "usr/share/doc/python3.11/html/_sources/tutorial/controlflow.rst.txt"
 
 
 @pytest.fixture
@@ -247,6 +248,29 @@ def test_bad_input_gets_an_outcome_and_loses_nothing(migrated_db: str, tmp_path:
     # Remembered: a rerun does not read the bad files again.
     again = run_ingest(migrated_db, config, "inbox")
     assert again.failed <= 1 and again.stat_skipped >= 5  # the symlink loop is re-reported
+
+
+def test_file_names_that_are_not_utf8_are_indexed(migrated_db: str, tmp_path: Path) -> None:
+    # Linux names are bytes: an archive from an old Latin-1 machine has names Python can only
+    # hold with surrogates, which PostgreSQL refuses. The file is indexed all the same.
+    root = tmp_path / "old"
+    root.mkdir()
+    raw = os.fsencode(root) + b"/caf\xe9 notes.md"
+    with open(raw, "wb") as handle:
+        handle.write((material("python3.11-doc") / DOC_PAGE).read_bytes())
+    with open(os.fsencode(root) + b"/bin\xfe.txt", "wb") as handle:
+        handle.write(bytes(range(256)) * 4)  # binary: fails, and its outcome is stored
+    config = make_config(tmp_path, [{"name": "old", "roots": [str(root)]}])
+    report = run_ingest(migrated_db, config, "old")
+    assert report.completed and report.indexed == 1 and report.failed == 1
+    [(uri, title, path)] = rows(migrated_db, "SELECT uri, title, metadata->>'path' FROM documents")
+    assert uri.endswith("/caf%E9%20notes.md")  # the exact bytes, percent-encoded
+    assert title == ":keyword:`!if` Statements" and path.endswith("/caf\ufffd notes.md")
+    [(failed, reason)] = rows(migrated_db, "SELECT uri, reason FROM ingest_outcomes")
+    assert failed.endswith("/bin%FE.txt") and "bin\ufffd.txt" in reason
+    assert rows(migrated_db, "SELECT count(*) FROM chunks") != [(0,)]
+    again = run_ingest(migrated_db, config, "old")
+    assert (again.indexed, again.stat_skipped) == (0, 2)
 
 
 def test_placeholders_are_budgeted_and_keep_older_rows(

@@ -83,22 +83,23 @@ class AnchorIndex:
 
     def __init__(self, anchors: Iterable[Group], dimensions: int):
         self.by_class: dict[str, CentroidIndex] = {}
-        self.by_identity: dict[tuple[str, str], Group | None] = {}
+        self.by_identity: dict[str, Group | None] = {}  # person anchors' names and addresses
         self.documents: dict[int, set[int]] = {}
         for anchor in anchors:
             self.by_class.setdefault(anchor.fact_class, CentroidIndex(dimensions)).add(anchor)
             self.documents[id(anchor)] = {m.document_id for m in anchor.members}
+            if anchor.fact_class != "person":
+                continue
             for member in anchor.members:
-                for identity, _ in identities(member.text) if anchor.fact_class == "person" else []:
-                    slot = (anchor.fact_class, identity)
-                    if self.by_identity.get(slot, anchor) is not anchor:
-                        self.by_identity[slot] = None  # two people answer to it: neither
+                for identity, _ in identities(member.text):
+                    if self.by_identity.get(identity, anchor) is not anchor:
+                        self.by_identity[identity] = None  # two people answer to it: neither
                     else:
-                        self.by_identity[slot] = anchor
+                        self.by_identity[identity] = anchor
 
     def _named(self, node: Node) -> Group | None:
         for identity, is_address in identities(node.text):
-            anchor = self.by_identity.get((node.fact_class, identity))
+            anchor = self.by_identity.get(identity)
             if anchor is None:
                 continue
             if is_address or " " in identity or node.document_id in self.documents[id(anchor)]:

@@ -159,33 +159,32 @@ def test_projection_counts_equal_the_tables_and_a_rebuild_is_the_same_graph(
         )
 
 
+def _add_team(url: str, config: GarageConfig, folder: Path, claims: list[Any]) -> None:
+    """team.md ingested beside the corpus, with ``claims`` stored as its entities facts."""
+    from garage.ingest import ingest_source
+
+    (folder / "team.md").write_text(TEAM)
+    with psycopg.connect(url, autocommit=True) as conn:
+        ingest_source(conn, config, config.source("mixed"))
+    store_claims(url, {"team.md": claims}, prompt="entities")
+
+
 def test_configured_labels_appear_after_a_rebuild_alone(
     clustered: tuple[str, Any, Path], llama: LlamaServers
 ) -> None:
     url, config, folder = clustered
-    (folder / "team.md").write_text(TEAM)
-    from garage.ingest import ingest_source
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        ingest_source(conn, config, config.source("mixed"))
-    store_claims(
-        url,
-        {
-            "team.md": [
-                ("person", "Maria Santos", {"name": "Maria Santos"}),
-                ("organization", "Acme Corp", {"name": "Acme Corp"}),
-                ("person", "Tom Berg", {"name": "Tom Berg"}),
-                ("organization", "Chess Club", {"name": "Chess Club"}),
-                ("relation", "Maria Santos works at Acme Corp",
-                 {"subject": "Maria Santos", "object": "Acme Corp", "predicate": "works at"}),
-                ("relation", "Tom Berg is a member of the Chess Club",
-                 {"subject": "Tom Berg", "object": "Chess Club", "predicate": "member of"}),
-                ("relation", "Tom Berg likes Acme Corp",
-                 {"subject": "Tom Berg", "object": "Acme Corp", "predicate": "likes"}),
-            ]
-        },
-        prompt="entities",
-    )  # fmt: skip
+    _add_team(url, config, folder, [
+        ("person", "Maria Santos", {"name": "Maria Santos"}),
+        ("organization", "Acme Corp", {"name": "Acme Corp"}),
+        ("person", "Tom Berg", {"name": "Tom Berg"}),
+        ("organization", "Chess Club", {"name": "Chess Club"}),
+        ("relation", "Maria Santos works at Acme Corp",
+         {"subject": "Maria Santos", "object": "Acme Corp", "predicate": "works at"}),
+        ("relation", "Tom Berg is a member of the Chess Club",
+         {"subject": "Tom Berg", "object": "Chess Club", "predicate": "member of"}),
+        ("relation", "Tom Berg likes Acme Corp",
+         {"subject": "Tom Berg", "object": "Acme Corp", "predicate": "likes"}),
+    ])  # fmt: skip
     embed_all(url, config)
     plain = _with_graph(config, None)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -232,20 +231,14 @@ def test_a_title_the_document_does_not_say_is_not_shown(
     """The title attribute comes from the model; the grounded text stands in when the
     document does not contain it."""
     url, config, folder = clustered
-    (folder / "team.md").write_text(TEAM)
-    from garage.ingest import ingest_source
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        ingest_source(conn, config, config.source("mixed"))
-    store_claims(
+    _add_team(
         url,
-        {
-            "team.md": [
-                ("person", "Maria Santos", {"name": "Maria Santos"}),
-                ("person", "Tom Berg", {"name": "Bob Lee"}),  # the name is invented
-            ]
-        },
-        prompt="entities",
+        config,
+        folder,
+        [
+            ("person", "Maria Santos", {"name": "Maria Santos"}),
+            ("person", "Tom Berg", {"name": "Bob Lee"}),  # the name is invented
+        ],
     )
     embed_all(url, config)
     configured = _with_graph(config, ENTITIES_GRAPH)

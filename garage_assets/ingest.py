@@ -10,6 +10,7 @@ import dagster as dg
 
 from garage.ingest import IngestError, ingest_source
 from garage.ingest.totals import source_totals
+from garage.locks import Busy, Waiting
 from garage.stopping import stop_on_signal
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
@@ -53,10 +54,21 @@ def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: Da
         conn.autocommit = True
         try:
             report = ingest_source(
-                conn, garage_config, source, limit=config.limit, force=config.force, stop=stop
+                conn,
+                garage_config,
+                source,
+                limit=config.limit,
+                force=config.force,
+                stop=stop,
+                # Behind a CLI run of the same source this run waits, and says for whom.
+                waiting=Waiting(notify=context.log.info, stop=stop),
             )
         except IngestError as error:
             raise dg.Failure(str(error)) from None
+        except Busy as error:
+            # Terminated while it waited for the source: nothing was started.
+            context.log.warning(str(error))
+            raise dg.DagsterExecutionInterruptedError() from None
         totals = source_totals(conn, source.name)
     if stop.requested:
         context.log.warning(report.summary())

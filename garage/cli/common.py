@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -12,6 +13,34 @@ import click
 
 from garage.config import ConfigError, GarageConfig, config_path, load_config
 from garage.db import DatabaseError
+from garage.locks import Busy, Waiting
+from garage.stopping import StopSignal
+
+# Another run is writing the same source (or the corpus) and --no-wait was given: try later.
+# 75 is EX_TEMPFAIL in sysexits.h, "a temporary failure; the user is invited to retry".
+EXIT_BUSY = 75
+EXIT_STOPPED = 143  # stopped by SIGTERM (128 + 15): the run is recorded incomplete
+
+F = Callable[..., object]
+
+
+def no_wait_option(command: F) -> F:
+    """``--no-wait`` for the commands that write a source or the corpus."""
+    return click.option(
+        "--no-wait",
+        is_flag=True,
+        help=(
+            "When another run is writing the same source, exit at once with status 75 "
+            "instead of waiting for it."
+        ),
+    )(command)
+
+
+def waiting(no_wait: bool, stop: StopSignal | None = None) -> Waiting:
+    """How a command waits for a source another run is writing: saying so on stderr."""
+    return Waiting(
+        wait=not no_wait, notify=lambda line: click.echo(f"garage: {line}", err=True), stop=stop
+    )
 
 
 class GarageContext:
@@ -30,6 +59,9 @@ def user_errors() -> Iterator[None]:
         yield
     except (ConfigError, DatabaseError) as error:
         raise click.ClickException(str(error)) from None
+    except Busy as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(EXIT_STOPPED if error.stopped else EXIT_BUSY)
 
 
 def echo_json(value: object) -> None:

@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, user_errors
+from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
@@ -33,6 +33,7 @@ def inference_errors() -> Iterator[None]:
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Embed at most N chunks per model.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@no_wait_option
 @click.pass_obj
 def embed_cmd(
     obj: GarageContext,
@@ -40,11 +41,13 @@ def embed_cmd(
     models: tuple[str, ...],
     limit: int | None,
     as_json: bool,
+    no_wait: bool,
 ) -> None:
     """Give every chunk (of SOURCE, default all) a vector under each configured model.
 
     Resumable: what is already embedded is skipped, and an interrupted run loses at most one
-    batch. Image chunks are skipped by text models.
+    batch. Image chunks are skipped by text models. Holds the writer lock of the source (of
+    every source, without SOURCE); exit status 75 with --no-wait when another run holds one.
     """
     from garage.config import data_dir
     from garage.embed import embed
@@ -74,6 +77,7 @@ def embed_cmd(
                 limit=limit,
                 progress=progress,
                 stop=stop,
+                waiting=waiting(no_wait, stop),
             )
     if as_json:
         echo_json([asdict(r) | {"chunks_per_second": r.chunks_per_second} for r in reports])

@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, user_errors
+from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
@@ -42,6 +42,7 @@ def facts_errors() -> Iterator[None]:
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Work on at most N documents.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@no_wait_option
 @click.pass_obj
 def enrich_facts_cmd(
     obj: GarageContext,
@@ -52,6 +53,7 @@ def enrich_facts_cmd(
     provider: str | None,
     limit: int | None,
     as_json: bool,
+    no_wait: bool,
 ) -> None:
     """Extract span-grounded potential facts from the stored documents (of SOURCE, default all).
 
@@ -91,6 +93,7 @@ def enrich_facts_cmd(
                 limit=limit,
                 progress=progress,
                 stop=stop,
+                waiting=waiting(no_wait, stop),
             )
     if as_json:
         echo_json(asdict(report) | {"chars_per_second": report.chars_per_second})

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, user_errors
+from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
@@ -58,9 +58,10 @@ class _Bars:
 @click.option("--no-model", is_flag=True, help="Ask no chat model; groups to confirm stay pending.")
 @click.option("--no-graph", is_flag=True, help="Do not re-project the graph afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@no_wait_option
 @click.pass_obj
 def cluster_facts_cmd(
-    obj: GarageContext, full: bool, no_model: bool, no_graph: bool, as_json: bool
+    obj: GarageContext, full: bool, no_model: bool, no_graph: bool, as_json: bool, no_wait: bool
 ) -> None:
     """Link every potential fact to one distilled fact, then rebuild the graph.
 
@@ -88,13 +89,21 @@ def cluster_facts_cmd(
             if not no_model and (config.inference.model or config.facts.model):
                 chat = LocalChatModel.from_config(config, client)
             try:
-                report = cluster_facts(conn, config, full=full, chat=chat, progress=bars, stop=stop)
+                report = cluster_facts(
+                    conn,
+                    config,
+                    full=full,
+                    chat=chat,
+                    progress=bars,
+                    stop=stop,
+                    waiting=waiting(no_wait, stop),
+                )
             finally:
                 bars.close()
             if not no_graph:
                 if has_age(conn):
                     try:
-                        graph = asdict(rebuild_graph(conn, config))
+                        graph = asdict(rebuild_graph(conn, config, waiting(no_wait, stop)))
                     except GraphUnavailable as error:
                         graph = str(error)
                 else:
@@ -126,15 +135,16 @@ def _conn(obj: GarageContext) -> Any:
 
 @graph_group.command("rebuild")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@no_wait_option
 @click.pass_obj
-def graph_rebuild(obj: GarageContext, as_json: bool) -> None:
+def graph_rebuild(obj: GarageContext, as_json: bool, no_wait: bool) -> None:
     """Re-project the tables (and the prompts' graph blocks) into the graph."""
     from garage.graph import rebuild_graph
 
     with user_errors(), graph_errors():
         config, conn = _conn(obj)
         with conn:
-            report = rebuild_graph(conn, config)
+            report = rebuild_graph(conn, config, waiting(no_wait))
     if as_json:
         echo_json(report)
     else:

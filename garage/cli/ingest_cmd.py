@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, user_errors
+from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
 from garage.config import SourceConfig
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
@@ -22,16 +22,26 @@ EXIT_STOPPED = 143  # stopped by SIGTERM between documents (128 + 15): incomplet
 @click.option("--limit", type=click.IntRange(min=1), help="Stop after N files (a partial run).")
 @click.option("--force", is_flag=True, help="Delete even when more than 25% would go.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run reports as JSON.")
+@no_wait_option
 @click.pass_obj
 def ingest_cmd(
-    obj: GarageContext, source: str | None, limit: int | None, force: bool, as_json: bool
+    obj: GarageContext,
+    source: str | None,
+    limit: int | None,
+    force: bool,
+    as_json: bool,
+    no_wait: bool,
 ) -> None:
     """Index SOURCE (default: every enabled source): new and changed files only.
 
     Exit status: 0 when every run completed with no failed file; 4 when a run finished but
     some files failed (each is printed with its reason, and the rest is indexed); 3 when the
     deletion guard refused; 143 when stopped by SIGTERM (the run is incomplete and nothing was
-    deleted); 1 on an error that stopped the run.
+    deleted); 75 with --no-wait when another run is writing the source; 1 on an error that
+    stopped the run.
+
+    One run writes a source at a time: while another (a Dagster run, another terminal) holds
+    it, this one waits, saying who holds it.
     """
     from garage.ingest import IngestError, ingest_source
     from garage.stopping import stop_on_sigterm
@@ -66,6 +76,7 @@ def ingest_cmd(
                             force=force,
                             progress=progress,
                             stop=stop,
+                            waiting=waiting(no_wait, stop),
                         )
                     except IngestError as error:
                         raise click.ClickException(str(error)) from None

@@ -22,6 +22,7 @@ from garage.clusters.model import Group, Node, Settings, unit
 from garage.config import GarageConfig
 from garage.embed.registry import RegisteredModel, register_models
 from garage.inference import InferenceError, LocalChatModel
+from garage.locks import CORPUS, Waiting, writing
 from garage.stopping import StopSignal
 
 # (stage, how many items just finished); stages: "level 1", "grouping", "distill".
@@ -110,8 +111,23 @@ def cluster_facts(
     chat: LocalChatModel | None = None,
     progress: Progress | None = None,
     stop: StopSignal | None = None,
+    waiting: Waiting | None = None,
 ) -> ClusterReport:
-    """Group the potential facts; ``conn`` must be in autocommit mode."""
+    """Group the potential facts; ``conn`` must be in autocommit mode. Groups span sources,
+    so the run holds the corpus-wide writer lock (one cluster-facts or graph rebuild at a
+    time)."""
+    with writing(conn, CORPUS, "cluster-facts", waiting or Waiting(stop=stop)):
+        return _cluster_facts(conn, config, full, chat, progress, stop)
+
+
+def _cluster_facts(
+    conn: psycopg.Connection[Any],
+    config: GarageConfig,
+    full: bool,
+    chat: LocalChatModel | None,
+    progress: Progress | None,
+    stop: StopSignal | None,
+) -> ClusterReport:
     started = time.monotonic()
     model = clustering_model(conn, config)
     settings = Settings.from_config(config)

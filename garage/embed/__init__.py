@@ -23,6 +23,7 @@ from garage.embed.registry import (
     slugify,
 )
 from garage.inference.client import InferenceClient
+from garage.locks import CORPUS, Waiting, writing
 from garage.stopping import StopSignal
 
 __all__ = [
@@ -56,6 +57,7 @@ def embed(
     limit: int | None = None,
     progress: Progress | None = None,
     stop: StopSignal | None = None,
+    waiting: Waiting | None = None,
 ) -> list[BackfillReport]:
     """Register the configured models, then backfill each (or those named) in turn; a
     ``stop`` request ends the run after the batch in flight."""
@@ -85,15 +87,18 @@ def embed(
                 limit=limit,
                 progress=progress,
                 stop=stop,
+                waiting=waiting,
             )
         )
     # Distilled facts get their vector under a model that did not cluster them from their
     # nodes' new vectors there: nothing is embedded for them.
     from garage.clusters.store import refresh_other_vectors
 
-    for model in models:
-        if model.modality == "text" and reports:
-            refresh_other_vectors(conn, model, clustered_elsewhere=True)
+    # Distilled facts are corpus-wide: written under the lock cluster-facts holds.
+    with writing(conn, CORPUS, "embed", waiting):
+        for model in models:
+            if model.modality == "text" and reports:
+                refresh_other_vectors(conn, model, clustered_elsewhere=True)
     has_image_model = any(m.modality == "image" for m in registered_models(conn))
     if not has_image_model:
         for report in reports:

@@ -38,6 +38,7 @@ from garage.inference.errors import (
     ModelNotLoaded,
     ServerUnavailable,
 )
+from garage.locks import Waiting, source_names, writing
 from garage.stopping import StopSignal
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def enrich_facts(
     stop: StopSignal | None = None,
     schema_override: dict[str, Any] | None = None,
     document_ids: Sequence[int] | None = None,
+    waiting: Waiting | None = None,
 ) -> EnrichReport:
     """Extract facts for the documents of ``source`` (default all). ``conn`` in autocommit.
 
@@ -206,30 +208,33 @@ def enrich_facts(
         else None
     )
     keys = metadata_facts.PersonKeys(conn, config.identity.emails)
+    # One writer per source: a document's facts change under its source's writer lock.
+    scopes = [source] if source else source_names(conn)
     try:
-        worked = 0
-        for document in _documents(conn, source, document_ids):
-            if stop is not None and stop.requested:
-                report.stopped = stop.reason
-                break
-            if limit is not None and worked >= limit:
-                break
-            did = _enrich_document(
-                conn,
-                config,
-                document,
-                prompts,
-                run_metadata,
-                stale_only,
-                chat,
-                keys,
-                report,
-                schema_override,
-            )
-            if did:
-                worked += 1
-                if progress is not None:
-                    progress(1)
+        with writing(conn, scopes, "enrich-facts", waiting or Waiting(stop=stop)):
+            worked = 0
+            for document in _documents(conn, source, document_ids):
+                if stop is not None and stop.requested:
+                    report.stopped = stop.reason
+                    break
+                if limit is not None and worked >= limit:
+                    break
+                did = _enrich_document(
+                    conn,
+                    config,
+                    document,
+                    prompts,
+                    run_metadata,
+                    stale_only,
+                    chat,
+                    keys,
+                    report,
+                    schema_override,
+                )
+                if did:
+                    worked += 1
+                    if progress is not None:
+                        progress(1)
     finally:
         if own_client and client is not None:
             client.close()

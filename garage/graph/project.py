@@ -32,6 +32,7 @@ from garage.config.fact_prompts import (
 )
 from garage.db.graph import GRAPH_NAME
 from garage.graph.age import age_session
+from garage.locks import CORPUS, Waiting, writing
 
 TITLE_CHARS = 160  # a title to show, not the text
 
@@ -153,8 +154,16 @@ def _edges(
     return conn.execute(statement, params).rowcount
 
 
-def rebuild_graph(conn: psycopg.Connection[Any], config: GarageConfig) -> GraphReport:
-    """Re-project the tables into the graph; ``conn`` in autocommit mode."""
+def rebuild_graph(
+    conn: psycopg.Connection[Any], config: GarageConfig, waiting: Waiting | None = None
+) -> GraphReport:
+    """Re-project the tables into the graph; ``conn`` in autocommit mode. Under the
+    corpus-wide writer lock: two rebuilds would drop each other's graph midway."""
+    with writing(conn, CORPUS, "graph rebuild", waiting):
+        return _rebuild_graph(conn, config)
+
+
+def _rebuild_graph(conn: psycopg.Connection[Any], config: GarageConfig) -> GraphReport:
     started = time.monotonic()
     schema = GraphSchema.from_config(config)
     report = GraphReport()

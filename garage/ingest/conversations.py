@@ -173,7 +173,7 @@ def _store_chat(run: _MessagesRun, uri: str, chat: Chat, stat: Any, database: Pa
         "first_date": min(dates).isoformat() if dates else None,
         "last_date": max(dates).isoformat() if dates else None,
     }
-    with run.conn.transaction():
+    with run.authors.transaction():
         author_id = None
         if peer is not None:
             author_id = run.authors.id_for(peer, peer if "@" in peer else None, False)

@@ -28,6 +28,7 @@ from garage.ingest.pictures import IMAGE_CHUNKER, plan_picture
 from garage.ingest.report import IngestReport
 from garage.ingest.run import IngestError, IngestRun, Progress
 from garage.ingest.store import NewChunk, new_chunks, refresh_stat
+from garage.locks import Waiting, writing
 from garage.materialize import is_placeholder
 from garage.printable import printable
 from garage.quality import assess, exceeds_chunk_cap
@@ -48,12 +49,30 @@ def ingest_source(
     force: bool = False,
     progress: Progress | None = None,
     stop: StopSignal | None = None,
+    waiting: Waiting | None = None,
 ) -> IngestReport:
     """Run one ingest pass over ``source``. ``conn`` must be in autocommit mode.
 
     ``stop`` (set by a SIGTERM handler, say) ends the walk before the next file; the run is
     then incomplete and deletes nothing, like one cut short by ``limit`` or by any exception.
+
+    The run holds the source's writer lock throughout (``garage.locks``): a second writer of
+    the source waits for it, or with ``waiting.wait`` false raises ``Busy`` at once.
     """
+    waiting = waiting or Waiting(stop=stop)
+    with writing(conn, source.name, "ingest", waiting):
+        return _ingest_source(conn, config, source, limit, force, progress, stop)
+
+
+def _ingest_source(
+    conn: psycopg.Connection[Any],
+    config: GarageConfig,
+    source: SourceConfig,
+    limit: int | None,
+    force: bool,
+    progress: Progress | None,
+    stop: StopSignal | None,
+) -> IngestReport:
     if source.kind == "messages":
         # Not walked file by file: each chat in the database becomes one document.
         from garage.ingest.conversations import ingest_messages

@@ -82,6 +82,10 @@ class IngestRun:
         self.report = IngestReport(source=source.name)
         self.source_id = state.upsert_source(conn, source)
         self.known = state.known_documents(conn, self.source_id)
+        # Only what existed when the run began is this run's to delete: a document stored
+        # after that (by a run before this one took the lock, or any writer at all) was not
+        # in the walk's view when it passed that name.
+        self.known_at_start = frozenset(doc.id for doc in self.known.values())
         self.parts = state.group_parts(self.known)
         self.outcomes = state.known_outcomes(conn, self.source_id)
         self.files_with_failed_parts = {
@@ -303,7 +307,7 @@ class IngestRun:
             sender=extraction.sender,
             root=self._root_of(entry.path),
         )
-        with self.conn.transaction():
+        with self.authors.transaction():
             author_id = None
             if attribution.author:
                 email = _credited_email(attribution.evidence)
@@ -424,6 +428,7 @@ class IngestRun:
     def _delete_unseen(self, force: bool) -> None:
         assert self.report.run_id is not None
         unseen, total = state.unseen_documents(self.conn, self.source_id, self.report.run_id)
+        unseen = {uri: doc_id for uri, doc_id in unseen.items() if doc_id in self.known_at_start}
         plan = plan_deletions(
             unseen,
             total,

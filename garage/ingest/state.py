@@ -6,6 +6,8 @@ must not cost 100k queries, let alone 100k reads.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,13 +143,32 @@ class AuthorCache:
     def __init__(self, conn: psycopg.Connection[Any]):
         self.conn = conn
         self.ids: dict[tuple[str, str | None], int] = {}
+        # Ids learnt inside the open document transaction: an author inserted there exists
+        # only if that transaction commits, so they join ``ids`` only then.
+        self.pending: dict[tuple[str, str | None], int] = {}
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A document's transaction: the authors it learnt are remembered only when it
+        commits, so a rolled-back insert never hands a later document a dangling id."""
+        self.pending.clear()
+        try:
+            with self.conn.transaction():
+                yield
+        except BaseException:
+            self.pending.clear()
+            raise
+        self.ids.update(self.pending)
+        self.pending.clear()
 
     def id_for(self, name: str, email: str | None, is_self: bool) -> int:
         key = (name, email)
-        if key not in self.ids:
+        known = self.ids.get(key, self.pending.get(key))
+        if known is None:
             found = self._by_address(name, email, is_self) if email and "@" in email else None
-            self.ids[key] = found if found is not None else self._insert(name, email, is_self)
-        return self.ids[key]
+            known = found if found is not None else self._insert(name, email, is_self)
+            self.pending[key] = known
+        return known
 
     def _by_address(self, name: str, email: str, is_self: bool) -> int | None:
         rows = [

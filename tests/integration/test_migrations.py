@@ -25,6 +25,7 @@ EXPECTED_TABLES = {
     "facts",
     "ingest_outcomes",
     "ingest_runs",
+    "writer_locks",
     "ingest_seen",
     "schema_migrations",
     "sources",
@@ -70,6 +71,7 @@ EXPECTED_INDEXES = {
     "schema_migrations_pkey",
     "sources_name_key",
     "sources_pkey",
+    "writer_locks_pkey",
 }
 
 

@@ -46,13 +46,19 @@ class Holder:
 
     scope: str
     command: str
+    door: str | None  # where the run came from, when not a terminal: "Dagster run 1a2b3c4d"
     pid: int | None
     host: str | None
     since: str | None
     backend_pid: int
 
     def describe(self) -> str:
-        who = f"`garage {self.command}`" if self.command else "another session"
+        if not self.command:
+            who = "another session"
+        elif self.door:
+            who = f"`{self.command}` in {self.door}"
+        else:
+            who = f"`garage {self.command}`"
         where = f"pid {self.pid}" if self.pid else f"database backend {self.backend_pid}"
         if self.host and self.host != socket.gethostname():
             where += f" on {self.host}"
@@ -87,6 +93,7 @@ class Waiting:
 
     wait: bool = True
     notify: Callable[[str], None] = field(default=log.warning)
+    door: str | None = None  # said to whoever waits behind this writer ("Dagster run …")
     stop: StopSignal | None = None
     poll_seconds: float = 0.5
 
@@ -187,12 +194,12 @@ def _acquire(
             told_at, told = now, holder
         time.sleep(waiting.poll_seconds)
     lock_conn.execute(
-        "INSERT INTO writer_locks (lock_key, scope, command, pid, host, backend_pid, since)"
-        " VALUES (%s, %s, %s, %s, %s, pg_backend_pid(), now())"
+        "INSERT INTO writer_locks (lock_key, scope, command, door, pid, host, backend_pid, since)"
+        " VALUES (%s, %s, %s, %s, %s, %s, pg_backend_pid(), now())"
         " ON CONFLICT (lock_key) DO UPDATE SET scope = EXCLUDED.scope,"
-        " command = EXCLUDED.command, pid = EXCLUDED.pid, host = EXCLUDED.host,"
-        " backend_pid = EXCLUDED.backend_pid, since = EXCLUDED.since",
-        (key, scope, command, os.getpid(), socket.gethostname()),
+        " command = EXCLUDED.command, door = EXCLUDED.door, pid = EXCLUDED.pid,"
+        " host = EXCLUDED.host, backend_pid = EXCLUDED.backend_pid, since = EXCLUDED.since",
+        (key, scope, command, waiting.door, os.getpid(), socket.gethostname()),
     )
 
 
@@ -202,7 +209,7 @@ def holder_of(conn: psycopg.Connection[Any], scope: str) -> Holder | None:
     unsigned = key & 0xFFFFFFFFFFFFFFFF
     # A bigint advisory key shows in pg_locks as classid (high half) and objid (low half).
     row = conn.execute(
-        "SELECT l.pid, w.command, w.pid AS client_pid, w.host,"
+        "SELECT l.pid, w.command, w.door, w.pid AS client_pid, w.host,"
         " to_char(w.since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC' AS since"
         " FROM pg_locks l LEFT JOIN writer_locks w"
         "   ON w.lock_key = %s AND w.backend_pid = l.pid"
@@ -214,8 +221,8 @@ def holder_of(conn: psycopg.Connection[Any], scope: str) -> Holder | None:
     if row is None:
         return None
     values = list(row.values()) if isinstance(row, dict) else list(row)
-    backend_pid, command, client_pid, host, since = values
-    return Holder(scope, command or "", client_pid, host, since, int(backend_pid))
+    backend_pid, command, door, client_pid, host, since = values
+    return Holder(scope, command or "", door, client_pid, host, since, int(backend_pid))
 
 
 def source_names(conn: psycopg.Connection[Any]) -> list[str]:

@@ -12,6 +12,7 @@ from garage.ingest import IngestError, ingest_source
 from garage.ingest.totals import source_totals
 from garage.locks import Busy, Waiting
 from garage.stopping import stop_on_signal
+from garage_assets.doors import door
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
 
@@ -61,7 +62,7 @@ def ingest(context: dg.AssetExecutionContext, config: IngestConfig, database: Da
                 force=config.force,
                 stop=stop,
                 # Behind a CLI run of the same source this run waits, and says for whom.
-                waiting=Waiting(notify=context.log.info, stop=stop),
+                waiting=Waiting(notify=context.log.info, stop=stop, door=door(context)),
             )
         except IngestError as error:
             raise dg.Failure(str(error)) from None

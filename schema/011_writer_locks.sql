@@ -7,6 +7,7 @@ CREATE UNLOGGED TABLE writer_locks (
     lock_key    bigint PRIMARY KEY,
     scope       text NOT NULL,
     command     text NOT NULL,
+    door        text,  -- NULL for a terminal; "Dagster run <id>" for a Dagster run
     pid         integer,
     host        text,
     backend_pid integer NOT NULL,

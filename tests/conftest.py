@@ -74,6 +74,23 @@ def migrated_db(blank_db: str) -> str:
 
 
 @pytest.fixture
+def second_db(pg_server_url: str) -> Any:
+    """Another blank, migrated database: the uninterrupted reference."""
+    from garage.db.migrate import ensure_migrated
+
+    name = f"garage_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = _with_database(pg_server_url, name)
+    ensure_migrated(url)
+    yield url
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+@pytest.fixture
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home of its own: config file, data dir and Dagster home all under tmp_path."""
     monkeypatch.setenv("GARAGE_CONFIG", str(tmp_path / "garage.json"))

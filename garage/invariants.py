@@ -13,6 +13,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from garage.embed.registry import RegisteredModel
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -132,3 +134,37 @@ def last_run_completed(conn: psycopg.Connection[Any], source: str) -> Finding:
     if note:
         return Finding(False, 1, f"ingest run {run_id} of {source!r}: {note}", [])
     return Finding(True, 0, f"ingest run {run_id} of {source!r} completed", [])
+
+
+def facts_without_vectors(conn: psycopg.Connection[Any], model: RegisteredModel) -> Finding:
+    """Every potential fact has a vector under ``model``, the clustering model. Clustering
+    reads only the facts that have one, so a fact without is missing from the distilled facts
+    and the graph, and nothing else says so."""
+    if not _table_exists(conn, model.fact_table):
+        row = conn.execute("SELECT count(*) FROM facts").fetchone()
+        count = int(_at(row, 0)) if row else 0
+        detail = f"{model.fact_table} is missing: register {model.name} (`garage models list` does)"
+        return Finding(False, count, f"{count} potential fact(s) have no vector; {detail}", [])
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT s.name, count(*) FROM facts f JOIN documents d ON d.id = f.document_id"
+            " JOIN sources s ON s.id = d.source_id"
+            " WHERE NOT EXISTS (SELECT 1 FROM {} p WHERE p.fact_id = f.id)"
+            " GROUP BY s.name ORDER BY s.name"
+        ).format(sql.Identifier(model.fact_table))
+    ).fetchall()
+    by_source = {str(_at(r, 0)): int(_at(r, 1)) for r in rows}
+    total = sum(by_source.values())
+    if not total:
+        return Finding(
+            True, 0, f"every potential fact has a vector in {model.fact_table} ({model.name})", []
+        )
+    sources = ", ".join(f"{name}: {count}" for name, count in by_source.items())
+    return Finding(
+        False,
+        total,
+        f"{total} potential fact(s) have no vector in {model.fact_table} ({model.name}, the "
+        f"clustering model), so clustering would leave them out; materialize "
+        f"{model.fact_table} for their sources ({sources})",
+        [f"{name}: {count} fact(s) without a vector" for name, count in by_source.items()],
+    )

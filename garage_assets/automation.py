@@ -1,9 +1,9 @@
 """How assets downstream of ``chunks`` follow it: declaratively, not through chains of sensors.
 
-``emb_<slug>`` (one per embedding model) and, later, the fact assets carry
-``AutomationCondition.eager()``: when a source's ``chunks`` partition is materialized, the
-automation sensor requests the same partition of each of them, once nothing upstream is
-missing or in progress. An asset that sets its own condition keeps it.
+``emb_<slug>`` and ``potential_fact_emb_<slug>`` (one of each per embedding model) carry
+``AutomationCondition.eager()``: when a source's ``chunks`` (or ``potential_facts``) partition
+is materialized, the automation sensor requests the same partition of the vectors, once
+nothing upstream is missing or in progress. An asset that sets its own condition keeps it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,14 @@ from collections.abc import Iterable, Sequence
 
 import dagster as dg
 
-# Key prefixes of the assets that follow the ingest assets.
-DOWNSTREAM_PREFIXES: tuple[str, ...] = ("emb_", "facts", "potential_facts", "distilled_facts")
+# Key prefixes of the assets that follow the ingest assets (and get a job of their own).
+DOWNSTREAM_PREFIXES: tuple[str, ...] = (
+    "emb_",
+    "facts",
+    "potential_facts",
+    "potential_fact_emb_",
+    "distilled_facts",
+)
 
 
 def follow_upstream_condition() -> dg.AutomationCondition:
@@ -43,5 +49,8 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
-    description="Materializes emb_<slug> (and later facts) after their source's chunks.",
+    description=(
+        "Materializes emb_<slug> after a source's chunks, potential_fact_emb_<slug> after its "
+        "potential facts (and potential_facts after ingest when facts.automatic)."
+    ),
 )

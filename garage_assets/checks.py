@@ -1,8 +1,9 @@
 """Asset checks: the index's invariants (``garage.invariants``), shown where a person looks.
 
-Partitioned like the assets they guard, so they run in every ingest run of a source, right
-after its materialization. The last-run check is about that source; the others read the whole
-index, since an orphan has no source left to be filed under.
+The ingest checks are partitioned like the assets they guard, so they run in every ingest run
+of a source, right after its materialization. The last-run check is about that source; the
+others read the whole index, since an orphan has no source left to be filed under. The check
+on ``distilled_facts`` is unpartitioned, as that asset is.
 """
 
 # No `from __future__ import annotations`: Dagster reads the context annotation at definition.
@@ -14,6 +15,9 @@ import dagster as dg
 import psycopg
 
 from garage import invariants
+from garage.clusters import ClusterError
+from garage.embed import RegistryError
+from garage_assets.graph import facts_without_vectors
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
 
@@ -91,3 +95,27 @@ ingest_checks = [
     no_vector_without_chunk,
     embedding_dimensions_match_registry,
 ]
+
+
+@dg.asset_check(
+    asset="distilled_facts",
+    name="every_potential_fact_has_a_vector",
+    # In a run with the graph, a failure keeps the graph from projecting incomplete facts.
+    blocking=True,
+    description=(
+        "Every potential fact has a vector under the clustering model (the default model's "
+        "potential_fact_emb_<slug>): clustering leaves out the facts without one."
+    ),
+)
+def every_potential_fact_has_a_vector(database: DatabaseResource) -> dg.AssetCheckResult:
+    with database.connection() as conn:
+        conn.autocommit = True
+        try:
+            finding = facts_without_vectors(conn, database.garage_config())
+        except (ClusterError, RegistryError) as error:
+            # No clustering model to ask about: nothing is distilled, and this says why.
+            finding = invariants.Finding(False, 0, str(error), [])
+    return _result(finding)
+
+
+facts_checks = [every_potential_fact_has_a_vector]

@@ -4,5 +4,5 @@ import dagster as dg
 
 
 def door(context: dg.AssetExecutionContext) -> str:
-    """"Dagster run 1a2b3c4d": what a terminal waiting for the source is told."""
+    """What a terminal waiting for the source is told, e.g. ``Dagster run 1a2b3c4d``."""
     return f"Dagster run {context.run_id[:8]}"

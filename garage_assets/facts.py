@@ -4,17 +4,20 @@ Downstream of ``documents``; materialized on demand or by backfill, and — when
 for it (``facts.automatic``, off by default because extraction on a local model is slow) —
 after each ingest of the source. Stale-only unless the run config says otherwise: a
 materialization brings the source's facts up to date, re-running only the prompts whose run
-is not current.
+is not current. The facts' vectors follow it, eagerly, as ``potential_fact_emb_<slug>`` per
+model (``garage_assets.embeddings``).
 """
 
 import signal
 
 import dagster as dg
 
-from garage.config import ConfigError, config_path, load_config
+from garage.config import GarageConfig
 from garage.facts import FactsError, enrich_facts
 from garage.inference import InferenceError
+from garage.locks import Busy, Waiting
 from garage.stopping import stop_on_signal
+from garage_assets.doors import door
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
 from resources.inference import InferenceResource
@@ -26,17 +29,11 @@ class FactsRunConfig(dg.Config):
     limit: int | None = None
 
 
-def _automatic() -> bool:
-    # Read when the definitions load; a broken config leaves facts manual, and the runs that
-    # do happen report the config error themselves.
-    try:
-        return load_config(config_path()).facts.automatic
-    except ConfigError:
-        return False
-
-
-def build_potential_facts(automatic: bool | None = None) -> dg.AssetsDefinition:
-    automatic = _automatic() if automatic is None else automatic
+def build_potential_facts(config: GarageConfig | None) -> dg.AssetsDefinition:
+    """The asset, following ingest when the config (read as the definitions load) says
+    ``facts.automatic``; without a config (a broken one) facts stay manual, and the runs that
+    do happen report the config error themselves."""
+    automatic = config is not None and config.facts.automatic
 
     @dg.asset(
         name="potential_facts",
@@ -79,7 +76,13 @@ def build_potential_facts(automatic: bool | None = None) -> dg.AssetsDefinition:
                     stale_only=config.stale_only,
                     limit=config.limit,
                     stop=stop,
+                    # Waiting for another writer of the source is said in the run's log.
+                    waiting=Waiting(notify=context.log.info, stop=stop, door=door(context)),
                 )
+            except Busy as error:
+                if stop.requested:
+                    raise dg.DagsterExecutionInterruptedError() from None
+                raise dg.Failure(str(error)) from None
             except (FactsError, InferenceError) as error:
                 raise dg.Failure(str(error)) from None
         context.log.info(report.summary())

@@ -20,8 +20,9 @@ ingest_job = dg.define_asset_job(
 def downstream_jobs(
     assets: Sequence[dg.AssetsDefinition | dg.AssetSpec],
 ) -> list[dg.UnresolvedAssetJobDefinition]:
-    """A job per asset downstream of ``chunks`` (``emb_<slug>_job`` for each model), so that
-    a new model can be backfilled over every source with ``dagster job backfill``."""
+    """A job per asset downstream of ``chunks`` (``emb_<slug>_job`` and
+    ``potential_fact_emb_<slug>_job`` for each model), so that a new model can be backfilled
+    over every source with ``dagster job backfill``."""
     keys = []
     for item in assets:
         specs = item.specs if isinstance(item, dg.AssetsDefinition) else [item]

@@ -139,62 +139,90 @@ def _check_label(where: str, label: str, *, builtin: tuple[str, ...]) -> None:
 
 
 def check_graph_blocks(entries: list[FactPromptEntry]) -> None:
-    """Across every prompt: labels are plain identifiers and never a built-in one; a class has
-    one label and a label one class."""
-    label_of: dict[str, tuple[str, str]] = {}  # class -> (label, where)
-    class_of: dict[str, tuple[str, str]] = {}  # label -> (class, where)
+    """Across every prompt: labels are plain identifiers and never a built-in one; a class is
+    drawn once (one vertex label or one edge entry, which then holds in every prompt) and a
+    label names one class. Each rule is checked over every block at once, so the verdict does
+    not depend on the order of the prompts."""
+    vertices: list[tuple[str, GraphVertex]] = []
     edges: list[tuple[str, GraphEdge]] = []
-
-    def claim(where: str, cls: str, label: str) -> None:
-        if cls in label_of and label_of[cls][0] != label:
-            raise ValueError(
-                f"{where}: class {cls!r} already has the label {label_of[cls][0]!r} "
-                f"({label_of[cls][1]}); a class takes one label"
-            )
-        if label in class_of and class_of[label][0] != cls:
-            raise ValueError(
-                f"{where}: label {label!r} already names class {class_of[label][0]!r} "
-                f"({class_of[label][1]}); a label names one class"
-            )
-        label_of.setdefault(cls, (label, where))
-        class_of.setdefault(label, (cls, where))
-
     for index, entry in enumerate(entries):
         if entry.graph is None:
             continue
         prefix = f"[{index}:{entry.name}].graph"
-        for v, vertex in enumerate(entry.graph.vertices):
-            where = f"{prefix}.vertices[{v}].label"
-            _check_label(where, vertex.label, builtin=())
-            claim(where, vertex.vertex_class, vertex.label)
-        for e, edge in enumerate(entry.graph.edges):
-            where = f"{prefix}.edges[{e}]"
-            if edge.edge_class in label_of:
-                raise ValueError(
-                    f"{where}.class: class {edge.edge_class!r} is already drawn as the vertex "
-                    f"label {label_of[edge.edge_class][0]!r}; a class is a vertex or an edge"
-                )
-            if edge.labels and edge.label_attribute is None:
-                raise ValueError(f"{where}.label_attribute: required when labels are listed")
-            _check_label(f"{where}.label", edge.label, builtin=())
-            edges.append((where, edge))
-    # Edge labels, once every vertex label is known: each names one edge class (the fallback
-    # label, RELATED_TO unless set, is shared), and none is a vertex label.
+        vertices += [(f"{prefix}.vertices[{v}]", x) for v, x in enumerate(entry.graph.vertices)]
+        edges += [(f"{prefix}.edges[{e}]", x) for e, x in enumerate(entry.graph.edges)]
+    class_of = _vertex_classes(vertices)
+    _drawn_once(vertices, edges)
+    _edge_labels(edges, class_of)
+
+
+def _vertex_classes(vertices: list[tuple[str, GraphVertex]]) -> dict[str, tuple[str, str]]:
+    """Vertex labels, each of one class: label -> (class, where)."""
+    class_of: dict[str, tuple[str, str]] = {}
+    for where, vertex in vertices:
+        at = f"{where}.label"
+        _check_label(at, vertex.label, builtin=())
+        known = class_of.setdefault(vertex.label, (vertex.vertex_class, at))
+        if known[0] != vertex.vertex_class:
+            raise ValueError(
+                f"{at}: label {vertex.label!r} already names class {known[0]!r} ({known[1]}); "
+                "a label names one class"
+            )
+    return class_of
+
+
+def _drawn_once(
+    vertices: list[tuple[str, GraphVertex]], edges: list[tuple[str, GraphEdge]]
+) -> None:
+    """The projection draws a class by the one entry it finds: a second would be ignored
+    without a word, so it is refused, naming both places. Vertices are looked at first, so a
+    class drawn as both is named at its edge whichever prompt comes first."""
+    vertex_at: dict[str, tuple[str, GraphVertex]] = {}
+    for where, vertex in vertices:
+        earlier = vertex_at.setdefault(vertex.vertex_class, (where, vertex))
+        if earlier[0] != where:
+            raise ValueError(
+                f"{where}.label: class {vertex.vertex_class!r} already has the label "
+                f"{earlier[1].label!r} ({earlier[0]}); a class takes one label, drawn once for "
+                "every prompt"
+            )
+    edge_at: dict[str, str] = {}
+    for where, edge in edges:
+        if edge.edge_class in vertex_at:
+            raise ValueError(
+                f"{where}.class: class {edge.edge_class!r} is drawn as the vertex label "
+                f"{vertex_at[edge.edge_class][1].label!r} ({vertex_at[edge.edge_class][0]}); a "
+                "class is a vertex or an edge"
+            )
+        earlier_edge = edge_at.setdefault(edge.edge_class, where)
+        if earlier_edge != where:
+            raise ValueError(
+                f"{where}.class: class {edge.edge_class!r} is already drawn as an edge "
+                f"({earlier_edge}); a class is drawn once for every prompt"
+            )
+
+
+def _edge_labels(edges: list[tuple[str, GraphEdge]], class_of: dict[str, tuple[str, str]]) -> None:
+    """Edge labels, once every vertex label is known: each names one edge class (the fallback
+    label, RELATED_TO unless set, is shared), and none is a vertex label."""
     edge_class_of: dict[str, tuple[str, str]] = {}
     for where, edge in edges:
+        if edge.labels and edge.label_attribute is None:
+            raise ValueError(f"{where}.label_attribute: required when labels are listed")
+        _check_label(f"{where}.label", edge.label, builtin=())
+        if edge.label in class_of:
+            raise ValueError(f"{where}.label: {edge.label!r} is already a vertex label")
         for n, value in enumerate(edge.labels):
             label, at = edge_label(value), f"{where}.labels[{n}]"
             _check_label(at, label, builtin=())
             if label in class_of:
                 raise ValueError(f"{at}: {label!r} is already a vertex label")
-            if label in edge_class_of and edge_class_of[label][0] != edge.edge_class:
+            known = edge_class_of.setdefault(label, (edge.edge_class, at))
+            if known[0] != edge.edge_class:
                 raise ValueError(
-                    f"{at}: label {label!r} already names class {edge_class_of[label][0]!r} "
-                    f"({edge_class_of[label][1]}); a label names one class"
+                    f"{at}: label {label!r} already names class {known[0]!r} ({known[1]}); a "
+                    "label names one class"
                 )
-            edge_class_of.setdefault(label, (edge.edge_class, at))
-        if edge.label in class_of:
-            raise ValueError(f"{where}.label: {edge.label!r} is already a vertex label")
 
 
 def check_prompt_entries(entries: list[FactPromptEntry]) -> list[FactPromptEntry]:

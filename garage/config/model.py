@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from garage.config.cron import CronError, check_cron
 from garage.config.fact_prompts import FactPromptEntry, check_prompt_entries
 
 SourceKind = Literal["files", "mail", "messages"]
@@ -194,10 +196,6 @@ class EgressConfig(Section):
     allowed_hosts: list[str] = Field(default_factory=list)
 
 
-# Five cron fields, each of digits, names, '*', '/', ',' and '-'; or a macro such as @hourly.
-_CRON = re.compile(r"^(@(hourly|daily|weekly|monthly|yearly|annually)|([\w*/,-]+\s+){4}[\w*/,-]+)$")
-
-
 class ScheduleConfig(Section):
     # The incremental pass over every source. Hourly by default: the file-change sensor
     # already follows edits within its interval, so this pass is the safety net.
@@ -211,9 +209,25 @@ class ScheduleConfig(Section):
     @field_validator("incremental_cron")
     @classmethod
     def _cron(cls, value: str) -> str:
-        if not _CRON.match(value.strip()):
-            raise ValueError(f"{value!r} is not a cron expression (five fields, e.g. '0 * * * *')")
-        return value.strip()
+        # Checked by Dagster's rules here, so `garage config validate` says what the schedule
+        # would otherwise refuse only when the definitions load.
+        try:
+            return check_cron(value)
+        except CronError as error:
+            raise ValueError(
+                f"{value!r} is not a cron expression Dagster can schedule ({error}); five "
+                "fields, e.g. '0 * * * *'"
+            ) from None
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        # What Dagster loads an execution timezone with (it takes "utc" as UTC itself).
+        try:
+            ZoneInfo("UTC" if value == "utc" else value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not an IANA time zone (e.g. 'Europe/Lisbon')") from None
+        return value
 
 
 # The convex combination's vector weight when neither weight is set (see SearchConfig.fusion).

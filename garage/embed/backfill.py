@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg import sql
@@ -29,9 +29,13 @@ from garage.embed.registry import RegisteredModel, table_dimensions
 from garage.inference.client import InferenceClient
 from garage.inference.egress import COMMUNICATION, is_loopback
 from garage.inference.errors import InferenceError
+from garage.locks import Waiting, source_names, writing
 from garage.stopping import StopSignal
 
 Progress = Callable[[int], None]  # called with the number of chunks just embedded
+# Which chunks a run embeds: every one, the content chunks (vectors in emb_<slug>) or the fact
+# chunks (vectors in potential_fact_emb_<slug>). Dagster runs each as an asset of its own.
+Chunks = Literal["all", "content", "facts"]
 # chunk id, embedding input, corpus class, the input's hash, fact id, the chunk's own text
 Row = tuple[int, str, str, str, int | None, str]
 
@@ -43,8 +47,9 @@ class DimensionMismatch(InferenceError):
 @dataclass
 class BackfillReport:
     model: str
-    table: str
+    table: str  # where the vectors went: potential_fact_emb_<slug> for a facts-only run
     source: str | None
+    chunks: Chunks = "all"
     pending: int = 0  # chunks without a vector when the run started
     vectors_written: int = 0
     vectors_reused: int = 0  # of those, copied from a chunk with the same text: no model call
@@ -76,10 +81,10 @@ class BackfillReport:
 
 
 def _scope(
-    model: RegisteredModel, source: str | None, *, missing: bool
+    model: RegisteredModel, source: str | None, *, missing: bool, chunks: Chunks = "all"
 ) -> tuple[sql.Composable, list[Any]]:
-    """FROM/WHERE over the chunks of this model's modality (optionally one source) that have
-    (``missing``) no vector yet."""
+    """FROM/WHERE over the ``chunks`` of this model's modality (optionally one source) that
+    have (``missing``) no vector yet."""
     params: list[Any] = [model.modality]
     query: sql.Composable = sql.SQL(
         "FROM chunks c JOIN documents d ON d.id = c.document_id"
@@ -88,22 +93,40 @@ def _scope(
     if source is not None:
         query += sql.SQL(" AND s.name = %s")
         params.append(source)
+    if chunks == "content":
+        query += sql.SQL(" AND c.fact_id IS NULL")
+    elif chunks == "facts":
+        query += sql.SQL(" AND c.fact_id IS NOT NULL")
     if missing:
-        # A content chunk's vector goes in emb_<slug>, a fact chunk's in potential_fact_emb_<slug>
-        # (keyed on its fact): one anti-join over both, so facts need no embedding path of
-        # their own.
-        query += sql.SQL(
-            " AND CASE WHEN c.fact_id IS NULL"
-            " THEN NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)"
-            " ELSE NOT EXISTS (SELECT 1 FROM {} p WHERE p.fact_id = c.fact_id) END"
-        ).format(sql.Identifier(model.table), sql.Identifier(model.fact_table))
+        query += _without_vector(model, chunks)
     return query, params
 
 
+def _without_vector(model: RegisteredModel, chunks: Chunks) -> sql.Composable:
+    """The anti-join: a content chunk's vector is in emb_<slug>, a fact chunk's in
+    potential_fact_emb_<slug> (keyed on its fact). One CASE covers both, so a run of every
+    chunk needs no embedding path for facts of its own."""
+    content = sql.SQL("NOT EXISTS (SELECT 1 FROM {} e WHERE e.chunk_id = c.id)").format(
+        sql.Identifier(model.table)
+    )
+    facts = sql.SQL("NOT EXISTS (SELECT 1 FROM {} p WHERE p.fact_id = c.fact_id)").format(
+        sql.Identifier(model.fact_table)
+    )
+    if chunks == "content":
+        return sql.SQL(" AND ") + content
+    if chunks == "facts":
+        return sql.SQL(" AND ") + facts
+    return sql.SQL(" AND CASE WHEN c.fact_id IS NULL THEN {} ELSE {} END").format(content, facts)
+
+
 def pending_count(
-    conn: psycopg.Connection[Any], model: RegisteredModel, source: str | None = None
+    conn: psycopg.Connection[Any],
+    model: RegisteredModel,
+    source: str | None = None,
+    *,
+    chunks: Chunks = "all",
 ) -> int:
-    scope, params = _scope(model, source, missing=True)
+    scope, params = _scope(model, source, missing=True, chunks=chunks)
     return int(scalar(conn, sql.SQL("SELECT count(*) ") + scope, params))
 
 
@@ -118,13 +141,48 @@ def backfill(
     limit: int | None = None,
     progress: Progress | None = None,
     stop: StopSignal | None = None,
+    waiting: Waiting | None = None,
+    chunks: Chunks = "all",
 ) -> BackfillReport:
-    """Embed the chunks ``model`` has no vector for. ``conn`` must be in autocommit mode.
+    """Embed the chunks ``model`` has no vector for, holding the writer lock of ``source``
+    (of every source, when none is named). ``chunks`` narrows the run to the content chunks
+    or to the potential facts' chunks. ``conn`` must be in autocommit mode."""
+    waiting = waiting or Waiting(stop=stop)
+    with writing(conn, [source] if source else source_names(conn), "embed", waiting):
+        return _backfill(
+            conn,
+            client,
+            model,
+            source=source,
+            batch_size=batch_size,
+            batch_tokens=batch_tokens,
+            limit=limit,
+            progress=progress,
+            stop=stop,
+            chunks=chunks,
+        )
+
+
+def _backfill(
+    conn: psycopg.Connection[Any],
+    client: InferenceClient,
+    model: RegisteredModel,
+    *,
+    source: str | None,
+    batch_size: int,
+    batch_tokens: int,
+    limit: int | None,
+    progress: Progress | None,
+    stop: StopSignal | None,
+    chunks: Chunks = "all",
+) -> BackfillReport:
+    """The backfill itself, under the caller's locks.
 
     A ``stop`` request ends the run between batches (the batch in flight is written first).
     Communications are never sent to a model host that is not loopback (the egress rule): with
     such a host they are skipped and counted, and everything else is embedded."""
-    report = BackfillReport(model.name, model.table, source)
+    table = model.fact_table if chunks == "facts" else model.table
+    report = BackfillReport(model.name, table, source, chunks)
     started = time.monotonic()
     actual = table_dimensions(conn, model)
     if actual is None:
@@ -135,11 +193,13 @@ def backfill(
             f"with {model.dimensions}"
         )
     other = "image" if model.modality == "text" else "text"
-    other_scope, other_params = _scope(replace(model, modality=other), source, missing=False)
+    other_scope, other_params = _scope(
+        replace(model, modality=other), source, missing=False, chunks=chunks
+    )
     report.skipped_modality = int(
         scalar(conn, sql.SQL("SELECT count(*) ") + other_scope, other_params)
     )
-    scope, params = _scope(model, source, missing=True)
+    scope, params = _scope(model, source, missing=True, chunks=chunks)
     report.pending = int(scalar(conn, sql.SQL("SELECT count(*) ") + scope, params))
     if model.modality == "image":
         # Accepted by the registry, but nothing here can run it: say so, embed nothing, and

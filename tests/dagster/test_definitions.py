@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
-from garage_assets.definitions import defs
+from garage.config import GarageConfig
+from garage.config.model import ScheduleConfig
+from garage_assets import definitions
+from garage_assets.definitions import build_definitions, defs
 from sensors.logic import partition_changes
 from sensors.partitions import source_partitions_sensor
 
@@ -64,3 +70,78 @@ def test_partitions_sensor_adds_and_removes(isolated_env: Path) -> None:
             dg.build_sensor_context(instance=instance, resources=resources)
         )
         assert isinstance(skipped, dg.SkipReason)
+
+
+def _resolved(built: dg.Definitions) -> dg.RepositoryDefinition:
+    """Definitions resolved under a live instance: Dagster reads its state storage then, and
+    an earlier test's instance may be closed."""
+    with dg.instance_for_test():
+        return built.get_repository_def()
+
+
+def test_the_config_is_read_once_when_the_definitions_load(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = {"name": "mini", "provider": "llama_server", "model": "mini", "dimensions": 8}
+    config = {
+        "embedding": {"default": "mini", "models": [model]},
+        "facts": {"automatic": True},
+        "schedule": {"incremental_cron": "*/5 * * * *", "timezone": "Europe/Lisbon"},
+    }
+    (isolated_env / "garage.json").write_text(json.dumps(config))
+    import garage.config
+
+    reads: list[object] = []
+    real = garage.config.load_config
+
+    def counting(*args: object, **kwargs: object) -> GarageConfig:
+        reads.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(garage.config, "load_config", counting)
+    try:
+        loaded = importlib.reload(definitions).defs
+        assert len(reads) == 1
+        graph = _resolved(loaded).asset_graph
+        keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+        assert {"emb_mini", "potential_fact_emb_mini"} <= keys
+        # Every setting the definitions hold came from that one read.
+        facts = graph.get(dg.AssetKey("potential_facts"))
+        assert facts.automation_condition is not None  # facts.automatic
+        [schedule] = _resolved(loaded).schedule_defs
+        assert schedule.cron_schedule == "*/5 * * * *"
+        assert schedule.execution_timezone == "Europe/Lisbon"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(definitions)
+
+
+def test_a_broken_config_loads_the_defaults_and_says_so(
+    isolated_env: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (isolated_env / "garage.json").write_text('{"schedule": {"incremental_cron": "99 * * * *"}}')
+    with caplog.at_level(logging.ERROR, logger="garage_assets.definitions"):
+        broken = build_definitions(definitions._garage_config())
+    assert "schedule.incremental_cron" in caplog.text
+    keys = {key.to_user_string() for key in _resolved(broken).asset_graph.get_all_asset_keys()}
+    # No model is known: no vector assets; the rest of the UI is there to say what is wrong.
+    assert not any(key.startswith(("emb_", "potential_fact_emb_")) for key in keys)
+    assert {"documents", "chunks", "potential_facts", "distilled_facts", "graph"} <= keys
+    [schedule] = _resolved(broken).schedule_defs
+    assert schedule.cron_schedule == "0 * * * *"
+
+
+def test_a_cron_dagster_refuses_gives_way_to_the_default(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A config that skipped validation (the config refuses this cron itself): Dagster's own
+    # parser is the last word, and the code location still loads.
+    config = GarageConfig.model_construct(
+        schedule=ScheduleConfig.model_construct(incremental_cron="99 * * * *")
+    )
+    with caplog.at_level(logging.ERROR, logger="garage_assets.definitions"):
+        settings = definitions._schedule_settings(config)
+    assert settings.incremental_cron == "0 * * * *"
+    assert "schedule.incremental_cron '99 * * * *'" in caplog.text
+    [schedule] = _resolved(build_definitions(config)).schedule_defs
+    assert schedule.cron_schedule == "0 * * * *"

@@ -28,16 +28,24 @@ def _metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, object]]
     return events
 
 
-def test_one_asset_per_model_with_the_default_models() -> None:
+def test_two_assets_per_model_with_the_default_models() -> None:
     from garage.config import GarageConfig
 
     assets = embedding_assets(GarageConfig())
-    keys = {key.to_user_string() for a in assets for key in a.keys}
-    assert keys == {"emb_bge_m3", "emb_nomic_embed_text"}  # the guide's two defaults
-    for asset in assets:
-        spec = next(iter(asset.specs))
-        assert dg.AssetKey("chunks") in {dep.asset_key for dep in spec.deps}
+    specs = {spec.key.to_user_string(): spec for a in assets for spec in a.specs}
+    # The guide's two defaults, each with its chunk vectors and its fact vectors.
+    assert set(specs) == {
+        "emb_bge_m3",
+        "emb_nomic_embed_text",
+        "potential_fact_emb_bge_m3",
+        "potential_fact_emb_nomic_embed_text",
+    }
+    for name, spec in specs.items():
+        upstream = "potential_facts" if name.startswith("potential_fact_emb_") else "chunks"
+        assert {dep.asset_key for dep in spec.deps} == {dg.AssetKey(upstream)}
         assert spec.partitions_def is not None
+        assert spec.automation_condition is not None  # eager, after their upstream
+    assert embedding_assets(None) == []
 
 
 def test_materialize_ingest_then_embeddings(
@@ -68,6 +76,7 @@ def test_materialize_ingest_then_embeddings(
         chunks = events["chunks"]["new"]
         for table in ("emb_all_minilm_l6_v2", "emb_smollm2_135m_embed"):
             assert events[table]["vectors_written"] == chunks
+            assert events[table]["table"] == table
             assert events[table]["truncated"] == 0
             assert float(events[table]["chunks_per_second"]) > 0  # type: ignore[arg-type]
         assert events["emb_all_minilm_l6_v2"]["dimensions"] == 384

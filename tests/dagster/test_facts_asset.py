@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 
+from garage.config import GarageConfig
 from garage_assets.definitions import defs
 from garage_assets.facts import build_potential_facts
 from garage_assets.partitions import instance_at, register_source
@@ -26,8 +27,11 @@ def test_potential_facts_is_defined_and_manual_by_default() -> None:
     key = dg.AssetKey("potential_facts")
     assert key in graph.get_all_asset_keys()
     assert graph.get(key).parent_keys == {dg.AssetKey("documents")}
-    assert build_potential_facts(automatic=False).specs_by_key[key].automation_condition is None
-    eager = build_potential_facts(automatic=True).specs_by_key[key].automation_condition
+    manual = build_potential_facts(GarageConfig()).specs_by_key[key]
+    assert manual.automation_condition is None
+    assert build_potential_facts(None).specs_by_key[key].automation_condition is None
+    automatic = GarageConfig.model_validate({"facts": {"automatic": True}})
+    eager = build_potential_facts(automatic).specs_by_key[key].automation_condition
     assert eager is not None
     assert "potential_facts_job" in {job.name for job in defs.resolve_all_job_defs()}
 

@@ -1,6 +1,6 @@
-"""distilled_facts and graph: in the definitions (unpartitioned, after every potential_facts
-partition and the default model's vectors), and materialized by the `dagster` CLI with counts
-in their metadata."""
+"""distilled_facts and graph: in the definitions (distilled_facts unpartitioned, after every
+potential_facts partition and the clustering model's fact and chunk vectors; graph after all it
+projects), and materialized by the `dagster` CLI with counts in their metadata."""
 
 from __future__ import annotations
 
@@ -13,19 +13,41 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 
-from garage_assets.definitions import defs
+from garage.config import GarageConfig
+from garage.embed.registry import configured_models
+from garage_assets import definitions
+from garage_assets.definitions import build_definitions, defs
 from tests.conftest import LlamaServers
 from tests.integration.cluster_helpers import build_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _keys(*names: str) -> set[dg.AssetKey]:
+    return {dg.AssetKey(name) for name in names}
+
+
 def test_distilled_facts_and_graph_are_defined() -> None:
-    graph = defs.resolve_asset_graph()
-    distilled = graph.get(dg.AssetKey("distilled_facts"))
-    assert dg.AssetKey("potential_facts") in distilled.parent_keys
-    assert distilled.partitions_def is None
-    assert graph.get(dg.AssetKey("graph")).parent_keys == {dg.AssetKey("distilled_facts")}
+    # The definitions as loaded, and as built from the default config (bge-m3 the default
+    # model), whatever config the machine running the tests has.
+    loaded = definitions._garage_config() or GarageConfig()
+    [default] = [m for m in configured_models(loaded) if m.is_default]
+    # A live instance while the new definitions resolve: Dagster reads its state storage then,
+    # and an earlier test's instance is closed.
+    with dg.instance_for_test():
+        built = build_definitions(GarageConfig()).resolve_asset_graph()
+    for graph, model in ((defs.resolve_asset_graph(), default.slug), (built, "bge_m3")):
+        distilled = graph.get(dg.AssetKey("distilled_facts"))
+        assert distilled.parent_keys == _keys(
+            "potential_facts", f"potential_fact_emb_{model}", f"emb_{model}"
+        )
+        assert distilled.partitions_def is None
+        assert graph.get(dg.AssetKey("graph")).parent_keys == _keys(
+            "documents", "chunks", "potential_facts", "distilled_facts"
+        )
+        fact_vectors = graph.get(dg.AssetKey(f"potential_fact_emb_{model}"))
+        assert fact_vectors.parent_keys == _keys("potential_facts")
+        assert fact_vectors.partitions_def is not None
 
 
 def test_materialize_distilled_facts_and_graph_from_the_dagster_cli(

@@ -52,6 +52,7 @@ def test_definitions_hold_the_orchestration() -> None:
         "no_chunk_without_document",
         "no_vector_without_chunk",
         "embedding_dimensions_match_registry",
+        "every_potential_fact_has_a_vector",
     }
     assert repository.get_job("ingest_job").partitions_def == sources_partitions
 

@@ -180,3 +180,79 @@ def test_embedding_input_is_named_when_wrong(tmp_path: Path) -> None:
     raw = {"embedding": {"default": "m", "models": [model]}}
     with pytest.raises(ConfigError, match=r"embedding\.models\[0:m\]\.input: Input should be"):
         load_config(write(tmp_path / "g.json", json.dumps(raw)), env={})
+
+
+# Cron expressions and Dagster's verdict on each (dagster._utils.schedules.is_valid_cron_string
+# in the pinned Dagster): the config must agree, or a cron it accepts stops the definitions
+# loading. Written out, so the table also says what Garage accepts on its own.
+CRON_VERDICTS = {
+    "0 * * * *": True,
+    "*/15 * * * *": True,
+    "15 9 * * mon-fri": True,
+    "0 0 1,15 * *": True,
+    "0 22-2 * * *": True,  # wraps past midnight
+    "0 0 L * *": True,
+    "0 0 1-L/2 * *": True,
+    "0 0 * * 1#2": True,
+    "0 0 * * L5": True,
+    "0 0 * * 6#1,L5": True,
+    "0 0 ? * *": True,
+    "59 23 31 12 7": True,
+    "0 0 29 2 *": True,
+    "0 0 30,31 2 *": True,
+    " 0 * * * * ": True,
+    "@hourly": True,
+    "@midnight": True,
+    "99 * * * *": False,
+    "0 24 * * *": False,
+    "0 0 0 * *": False,
+    "0 0 * 13 *": False,
+    "0 0 * * 8": False,
+    "*/0 * * * *": False,
+    "0 0 30 2 *": False,
+    "0 0 31 feb *": False,
+    "0 0 30 2/11 *": False,
+    "0 0 * * 1#6": False,
+    "0 0 * * 1#2,5": False,
+    "0 0 * * L": False,
+    "0 0 L/2 * *": False,
+    "? * * * *": False,
+    "0 0 15W * *": False,
+    "0 0 * * * *": False,
+    "0 0 * *": False,
+    "1,,2 * * * *": False,
+    "*/5/2 * * * *": False,
+    "@reboot": False,
+    "every hour": False,
+}
+
+
+@pytest.mark.parametrize(("cron", "runs"), sorted(CRON_VERDICTS.items()))
+def test_the_config_reads_cron_as_dagster_does(tmp_path: Path, cron: str, runs: bool) -> None:
+    from dagster._utils.schedules import is_valid_cron_string
+
+    assert is_valid_cron_string(cron) is runs  # the table is Dagster's own verdict
+    path = write(tmp_path / "g.json", json.dumps({"schedule": {"incremental_cron": cron}}))
+    if runs:
+        assert load_config(path, env={}).schedule.incremental_cron == cron.strip()
+    else:
+        with pytest.raises(ConfigError, match=r"schedule\.incremental_cron: .*not a cron"):
+            load_config(path, env={})
+
+
+def test_an_impossible_minute_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", json.dumps({"schedule": {"incremental_cron": "99 * * * *"}}))
+    with pytest.raises(ConfigError) as error:
+        load_config(path, env={})
+    assert "schedule.incremental_cron" in str(error.value)
+    assert "minute '99' is not within 0-59" in str(error.value)
+    path.write_text(json.dumps({"schedule": {"incremental_cron": "30 6 * * 1-5"}}))
+    assert load_config(path, env={}).schedule.incremental_cron == "30 6 * * 1-5"
+
+
+def test_the_schedule_timezone_must_exist(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", json.dumps({"schedule": {"timezone": "Mars/Olympus"}}))
+    with pytest.raises(ConfigError, match=r"schedule\.timezone: .*'Mars/Olympus' is not an IANA"):
+        load_config(path, env={})
+    path.write_text(json.dumps({"schedule": {"timezone": "Europe/Lisbon"}}))
+    assert load_config(path, env={}).schedule.timezone == "Europe/Lisbon"

@@ -134,3 +134,69 @@ def test_prompts_survive_a_save_and_load(tmp_path: Path) -> None:
         ]
         == "person"
     )
+
+
+def _drawing(name: str, graph: dict[str, object]) -> dict[str, object]:
+    """A prompt of its own (ENTITIES under another name) with the given graph block."""
+    return {**ENTITIES, "name": name, "graph": graph}
+
+
+PERSON = {"class": "person", "label": "Person", "title": "name"}
+RELATION = {
+    "class": "relation", "source": "subject", "source_class": "person",
+    "target": "object", "target_class": "organization",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "message"),
+    [
+        # A class drawn as a vertex in one prompt and as an edge in another.
+        (
+            {"vertices": [PERSON]},
+            {"edges": [{**RELATION, "class": "person"}]},
+            r"class 'person' is drawn as the vertex label 'Person' \(\[\d:\w+\]\.graph\.vertices"
+            r"\[0\]\); a class is a vertex or an edge",
+        ),
+        # A class given edges in two prompts: one would be ignored without a word.
+        (
+            {"edges": [{**RELATION, "label": "WORKS_AT"}]},
+            {"edges": [{**RELATION, "label": "KNOWS"}]},
+            r"class 'relation' is already drawn as an edge \(\[\d:\w+\]\.graph\.edges\[0\]\)",
+        ),
+        # A class given the same label twice, with another title.
+        (
+            {"vertices": [PERSON]},
+            {"vertices": [{**PERSON, "title": "full_name"}]},
+            r"class 'person' already has the label 'Person' \(\[\d:\w+\]\.graph\.vertices\[0\]\)",
+        ),
+    ],
+    ids=["vertex-and-edge", "edges-twice", "vertex-twice"],
+)
+def test_a_class_drawn_in_two_prompts_is_refused_in_either_order(
+    tmp_path: Path, first: dict[str, object], second: dict[str, object], message: str
+) -> None:
+    for prompts in (
+        [_drawing("people", first), _drawing("links", second)],
+        [_drawing("links", second), _drawing("people", first)],
+    ):
+        with pytest.raises(ConfigError, match=message) as error:
+            _config(tmp_path, prompts)
+        # Both places are named: the one refused, and the one drawn first.
+        assert "[0:" in str(error.value) and "[1:" in str(error.value)
+
+
+def test_classes_drawn_once_across_prompts_load_in_either_order(tmp_path: Path) -> None:
+    people = _drawing("people", {"vertices": [PERSON]})
+    links = _drawing(
+        "links",
+        {
+            "vertices": [{"class": "organization", "label": "Organization"}],
+            "edges": [{**RELATION, "label_attribute": "predicate", "labels": ["works at"]}],
+        },
+    )
+    for prompts in ([people, links], [links, people]):
+        graphs = [p.graph for p in _config(tmp_path, prompts).facts.prompts]
+        drawn = {v.vertex_class for g in graphs if g for v in g.vertices}
+        assert drawn == {"person", "organization"}
+        assert [e.edge_class for g in graphs if g for e in g.edges] == ["relation"]

@@ -16,10 +16,12 @@ from types import FrameType
 
 
 class StopSignal:
-    """A request to stop at the next safe point; ``reason`` says who asked."""
+    """A request to stop at the next safe point; ``reason`` says who asked. ``event`` is set
+    with it, for work that can be cut short in the middle (a model's reply in flight)."""
 
     def __init__(self) -> None:
         self.reason: str | None = None
+        self.event = threading.Event()
 
     @property
     def requested(self) -> bool:
@@ -28,6 +30,7 @@ class StopSignal:
     def request(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
+        self.event.set()
 
 
 class Stopped(Exception):

@@ -38,6 +38,7 @@ from garage.inference.errors import (
     ModelNotLoaded,
     ServerUnavailable,
 )
+from garage.inference.stream import GenerationStopped
 from garage.locks import Waiting, source_names, writing
 from garage.stopping import StopSignal
 
@@ -219,18 +220,27 @@ def enrich_facts(
                     break
                 if limit is not None and worked >= limit:
                     break
-                did = _enrich_document(
-                    conn,
-                    config,
-                    document,
-                    prompts,
-                    run_metadata,
-                    stale_only,
-                    chat,
-                    keys,
-                    report,
-                    schema_override,
-                )
+                try:
+                    did = _enrich_document(
+                        conn,
+                        config,
+                        document,
+                        prompts,
+                        run_metadata,
+                        stale_only,
+                        chat,
+                        keys,
+                        report,
+                        schema_override,
+                        stop,
+                    )
+                except GenerationStopped as stopped:
+                    if stopped.reason != "cancelled":
+                        raise
+                    # Stopped mid-document: nothing of it is stored, so its prompts' runs
+                    # stay stale and the next --stale-only run does it whole.
+                    report.stopped = (stop.reason if stop else None) or "cancelled"
+                    break
                 if did:
                     worked += 1
                     if progress is not None:
@@ -253,8 +263,10 @@ def _enrich_document(
     keys: metadata_facts.PersonKeys,
     report: EnrichReport,
     schema_override: dict[str, Any] | None,
+    stop: StopSignal | None = None,
 ) -> bool:
-    """Extract and store one document's facts; False when nothing had to run."""
+    """Extract and store one document's facts; False when nothing had to run. A stop
+    request cuts the model's reply in flight (``GenerationStopped``, reason "cancelled")."""
     runs = current_runs(conn, document.id) if stale_only else {}
     label = chat and f"{chat.provider}:{chat.model}"
 
@@ -318,6 +330,7 @@ def _enrich_document(
             corpus_class=document.corpus_class,
             schema=schema_override or _schema_for(prompt, config.facts.max_extractions),
             max_tokens=config.facts.max_tokens,
+            cancel=stop.event if stop is not None else None,
         )
         try:
             result = extract_prompt(
@@ -325,6 +338,13 @@ def _enrich_document(
             )
         except (ServerUnavailable, ModelNotLoaded, EgressRefused):
             raise  # the same for every document: stop the run and say so
+        except GenerationStopped as stopped:
+            if stopped.reason == "cancelled":
+                raise  # a stop request, not this document's failure
+            report.failed += 1
+            report.errors.append(f"document {document.id}, prompt {prompt.name}: {stopped}")
+            log.warning("document %s, prompt %s: %s", document.id, prompt.name, stopped)
+            continue
         except InferenceError as error:
             report.failed += 1
             report.errors.append(f"document {document.id}, prompt {prompt.name}: {error}")

@@ -19,6 +19,7 @@ How each server is asked for JSON:
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -98,9 +99,13 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
         corpus_class: str,
         schema: dict[str, Any],
         max_tokens: int = 1024,
+        cancel: threading.Event | None = None,
     ):
         super().__init__()
         self.chat = chat
+        # Set by a stop request: the reply in flight is cut off (and the server's work on it
+        # stopped) instead of running to its end, which on a long mail thread is minutes.
+        self.cancel = cancel
         self.corpus_class = corpus_class
         self.schema_dict = schema
         self.max_tokens = max_tokens
@@ -131,6 +136,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
             json_mode=json_mode,
             temperature=EXTRACTION_TEMPERATURE,
             max_tokens=self.max_tokens,
+            cancel=self.cancel,
         )
         # LangExtract drops such a chunk with a log line; counting it here lets the report
         # say how much text went unread, rather than showing it as "no facts".

@@ -120,14 +120,11 @@ def _contract(result: Any) -> None:
 # -- SmolLM2: structure ---------------------------------------------------------------------------
 
 
-def test_the_answer_streams_piece_by_piece(corpus: McpCorpus, qwen_url: str) -> None:
-    # Qwen: SmolLM2's quotes are seldom in its excerpt, and such an answer is declined whole
-    # before any of it streams.
-    config = _with_chat(corpus.config, qwen_url, QWEN)
+def test_the_answer_streams_piece_by_piece(corpus: McpCorpus) -> None:
     pieces: list[str] = []
     progress: list[tuple[float, float | None, str]] = []
     result = _ask(
-        corpus, config, ANSWERABLE, limit=3, answer_tokens=64,
+        corpus, corpus.config, ANSWERABLE, limit=3, answer_tokens=64,
         on_text=pieces.append, on_progress=lambda *p: progress.append(p),
     )  # fmt: skip
     assert len(pieces) > 1

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from garage.ask import QUOTE_TOKENS, STRUCTURE_TOKENS, ask
+from garage.ask import STRUCTURE_TOKENS, ask
 from garage.cli import cli
 from garage.config import GarageConfig
 from garage.inference import EgressGuard, EgressRefused, InferenceClient, LocalChatModel
@@ -143,7 +143,7 @@ def test_ask_cites_each_excerpt_it_showed_the_model(corpus: McpCorpus) -> None:
     prompt = body["messages"][-1]["content"]
     for citation in result.citations:
         assert f"Excerpt [{citation.number}], " in prompt and citation.excerpt in prompt
-    assert body["max_tokens"] == 64 + STRUCTURE_TOKENS + QUOTE_TOKENS
+    assert body["max_tokens"] == 64 + STRUCTURE_TOKENS
 
 
 def test_ask_shows_fewer_excerpts_when_they_overflow_the_context(corpus: McpCorpus) -> None:

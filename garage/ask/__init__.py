@@ -1,14 +1,12 @@
 """rag_ask and rag_generate without MCP: the CLI and the MCP server share this code.
 
 ``ask`` runs the same retrieval as search, numbers the excerpts (each trimmed to ~1,200
-characters) and asks the local chat model which of them answers the question, the sentence of
-it that does, and the answer, as a JSON object the server constrains (garage.ask.structured).
-Answerability is decided on evidence Garage can check: a quote that is not in the excerpt it
-names (garage.ask.quotes) declines the answer before a word of it is written; the excerpt it
-names becomes the answer's [n]. The result carries one Citation per excerpt the model was
-shown, so [n] resolves back to a document, and says which of them the answer cites
-(``cited``), which numbers it wrote that name no excerpt (``unresolved``, dropped from the
-text), and whether the model said the excerpts do not hold the answer (``not_in_excerpts``).
+characters) and asks the local chat model which of them answer the question and what they say,
+as a JSON object the server constrains (garage.ask.structured); the excerpts it names become
+the answer's [n]. The result carries one Citation per excerpt the model was shown, so [n]
+resolves back to a document, and says which of them the answer cites (``cited``), which
+numbers it wrote that name no excerpt (``unresolved``, dropped from the text), and whether
+the model said the excerpts do not hold the answer (``not_in_excerpts``).
 
 The prompt is fitted to the model's context in tokens (the server counts them when it can):
 fewer excerpts are shown rather than a prompt the server would refuse or cut. The answer is
@@ -35,7 +33,7 @@ import psycopg
 
 from garage.ask import prompts
 from garage.ask.citations import ReadCitations, read_citations, says_not_in_excerpts
-from garage.ask.quotes import quoted_in
+from garage.ask.coverage import missing_words, question_words, rare_words
 from garage.ask.structured import AnswerStream, answer_schema
 from garage.config import GarageConfig
 from garage.inference import ContextExceeded, EgressRefused, LocalChatModel
@@ -55,10 +53,9 @@ ALL_CLASSES: tuple[CorpusClass, ...] = ("document", "code", "communication")
 # Room left in the context for the chat template's own tokens around each message.
 TEMPLATE_TOKENS = 64
 MIN_EXCERPT_CHARS = 300
-# The JSON around the answer ({"excerpt": 2, "quote": "...", "answer": "..."}) costs tokens of
-# its own, the quote most (a sentence or two): the answer keeps its whole budget on top.
+# The JSON around the answer ({"stated": "yes", "excerpts": [1, 2], "answer": "..."}) costs
+# tokens of its own: the answer keeps its whole budget on top of them.
 STRUCTURE_TOKENS = 24
-QUOTE_TOKENS = 100
 
 # (progress, total, message): how far a call got, for clients that show it.
 Progress = Callable[[float, float | None, str], None]
@@ -208,8 +205,11 @@ def ask(
             not_in_excerpts=True,
             took_ms=_ms_since(started),
         )
-    shown = fit_excerpts(model, question, hits, answer_tokens + STRUCTURE_TOKENS)
-    generated = _generate(model, question, hits, shown, answer_tokens, on_text, on_progress, cancel)
+    rare = rare_words(conn, question_words(question))
+    shown = fit_excerpts(model, question, hits, answer_tokens + STRUCTURE_TOKENS, rare)
+    generated = _generate(
+        model, question, hits, shown, answer_tokens, rare, on_text, on_progress, cancel
+    )
     shown = generated.shown
     if len(shown) < len(hits):
         notes.append(f"{len(hits) - len(shown)} excerpt(s) left out to fit the model's context")
@@ -217,11 +217,6 @@ def ask(
     if markers and on_text:
         on_text(markers)  # the streamed answer ends with its sources too
     not_in = says_not_in_excerpts(read.text) and not read.cited
-    if generated.unquoted is not None:
-        notes.append(
-            f"declined: the words the model quoted from excerpt [{generated.unquoted}] are not "
-            "in it"
-        )
     if read.unresolved:
         names = ", ".join(f"[{n}]" for n in read.unresolved)
         notes.append(f"the answer cited {names}, which name no excerpt: dropped")
@@ -287,16 +282,22 @@ def _citations(hits: Sequence[SearchHit], excerpt_chars: int) -> list[Citation]:
     ]
 
 
-def ask_messages(question: str, citations: Sequence[Citation]) -> list[Message]:
-    """The prompt: the fixed instructions first (the server keeps them cached across
-    questions), then the excerpts and the question."""
+def ask_messages(
+    question: str, citations: Sequence[Citation], rare: Sequence[str] = ()
+) -> list[Message]:
+    """The prompt: the excerpts, the question, and the question's ``rare`` words (see
+    garage.ask.coverage) that no excerpt contains."""
     blocks = []
     for c in citations:
         about = ", ".join(x for x in (c.source, c.corpus_class, c.author) if x)
         # "Excerpt [n]", not a bare "[n]" opening the line: a small model copies a bare one
         # to the front of its answer as a list marker, whatever it then says.
         blocks.append(f"Excerpt [{c.number}], from {c.title or c.uri} ({about}):\n{c.excerpt}")
-    user = prompts.ASK_USER.format(excerpts="\n\n".join(blocks), question=question.strip())
+    missing = missing_words(question, blocks, rare)
+    coverage = prompts.ASK_COVERAGE.format(words=", ".join(missing)) if missing else ""
+    user = prompts.ASK_USER.format(
+        excerpts="\n\n".join(blocks), question=question.strip(), coverage=coverage
+    )
     return [{"role": "system", "content": prompts.ASK_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -311,6 +312,7 @@ def fit_excerpts(
     question: str,
     hits: Sequence[SearchHit],
     answer_tokens: int,
+    rare: Sequence[str] = (),
 ) -> list[Citation]:
     """As many of the best excerpts as fit the context with room for the answer: the
     lowest-ranked go first; a lone excerpt still too long is shortened."""
@@ -318,7 +320,7 @@ def fit_excerpts(
     count, excerpt_chars = len(hits), EXCERPT_CHARS
     while True:
         citations = _citations(hits[:count], excerpt_chars)
-        messages = ask_messages(question, citations)
+        messages = ask_messages(question, citations, rare)
         used = prompt_tokens(model, messages, {c.corpus_class for c in citations})
         if used <= budget:
             return citations
@@ -337,7 +339,6 @@ class _Generated:
     finish: Finish
     first_token_ms: float | None
     excerpts: list[int] = field(default_factory=list)  # the excerpts the reply named
-    unquoted: int | None = None  # the excerpt whose quote was not found in it: declined
 
 
 def _generate(
@@ -346,6 +347,7 @@ def _generate(
     hits: Sequence[SearchHit],
     shown: list[Citation],
     answer_tokens: int,
+    rare: Sequence[str],
     on_text: Callable[[str], None] | None,
     on_progress: Progress | None,
     cancel: threading.Event | None,
@@ -362,38 +364,22 @@ def _generate(
         finish: Finish = "stop"
         first_token_ms = None
         asked = time.monotonic()
-        checked = False
-        stream = model.stream(
-            ask_messages(question, citations),
-            corpus_classes={c.corpus_class for c in citations},
-            json_schema=answer_schema(len(citations)),
-            # Greedy: an answer from excerpts gains nothing from sampling, and the same
-            # question then gets the same answer.
-            temperature=0.0,
-            max_tokens=answer_tokens + STRUCTURE_TOKENS + QUOTE_TOKENS,
-            cancel=cancel,
-        )
         try:
-            for delta in stream:
+            for delta in model.stream(
+                ask_messages(question, citations, rare),
+                corpus_classes={c.corpus_class for c in citations},
+                json_schema=answer_schema(len(citations)),
+                # Greedy: an answer from excerpts gains nothing from sampling, and the same
+                # question then gets the same answer.
+                temperature=0.0,
+                max_tokens=answer_tokens + STRUCTURE_TOKENS,
+                cancel=cancel,
+            ):
                 if delta.text:
+                    if first_token_ms is None:
+                        first_token_ms = _ms_since(asked)
                     pieces += 1
                     added = reply.feed(delta.text)
-                    if not checked:
-                        evidence = reply.evidence()
-                        if evidence is not None:
-                            checked = True
-                            number, quote = evidence
-                            if number and not _quote_holds(number, quote, citations):
-                                # Evidence made up: decline before any answer is written,
-                                # and stop the server's work on the rest.
-                                stream.close()
-                                return _Generated(
-                                    prompts.NOT_IN_EXCERPTS, citations, "stop", None,
-                                    unquoted=number,
-                                )  # fmt: skip
-                    if added and first_token_ms is None:
-                        # What a person waits for: the first words of the answer itself.
-                        first_token_ms = _ms_since(asked)
                     if added and on_text:
                         on_text(added)
                     if on_progress and pieces % 16 == 0:
@@ -420,11 +406,6 @@ def _generate(
             on_progress(2, 2, "answered")
         whole = reply.result()
         return _Generated(whole.answer, citations, finish, first_token_ms, whole.excerpts)
-
-
-def _quote_holds(number: int, quote: str, citations: Sequence[Citation]) -> bool:
-    """The quote is in the excerpt it names (a number naming no excerpt holds nothing)."""
-    return 1 <= number <= len(citations) and quoted_in(quote, citations[number - 1].excerpt)
 
 
 def generate(

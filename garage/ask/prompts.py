@@ -6,31 +6,35 @@ from __future__ import annotations
 # garage.ask.citations recognises it (and its usual rewordings).
 NOT_IN_EXCERPTS = "Not in the excerpts."
 
-# The reply is a JSON object the server constrains (garage.ask.structured): the excerpt that
-# answers, the sentence of it that does (copied, so Garage can check it is there), then the
-# answer. Evidence first, rather than a yes/no verdict: asked "does an excerpt state the answer?"
-# a small model made "no" its safe reply and refused half of what it could answer, most of all
-# when the question used other words than the excerpt.
+# The reply is a JSON object the server constrains (garage.ask.structured): whether an excerpt
+# states the answer, the excerpts that do, then the answer. Naming the excerpt before writing
+# keeps a small model's citation on the excerpt the answer comes from; saying "no" first is
+# what makes it refuse when search found nothing to the point (search always finds something).
 ASK_SYSTEM = f"""\
 You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
-excerpts from a search of their private index, and a question. Use only what the excerpts say, \
-never your own knowledge. People ask in their own words: a question about "keeping my plants \
-alive while I travel" is answered by an excerpt about "self-watering pots". The search always \
-returns something, so sometimes no excerpt answers the question at all.
+excerpts from a search of their private index, and a question. The search always returns \
+something, so often no excerpt answers the question. Use only what the excerpts say, never \
+your own knowledge.
 
 Reply with one JSON object:
-- "excerpt": the number of the excerpt that answers the question; 0 when none does;
-- "quote": the sentence of that excerpt that gives the answer, copied word for word; "" when \
-"excerpt" is 0;
-- "answer": the answer in at most four sentences, from the excerpts, citing them as [n]; \
-"{NOT_IN_EXCERPTS}" when "excerpt" is 0."""
+- "stated": "yes" if an excerpt states the answer to the question, else "no";
+- "excerpts": the numbers of the excerpts that state it, the best first (one to three); [] when \
+"stated" is "no";
+- "answer": the answer in at most four sentences, from those excerpts; "{NOT_IN_EXCERPTS}" when \
+"stated" is "no".
+
+A line after the question may list words of the question that no excerpt contains. When the \
+question is about one of them, no excerpt states the answer: "stated" is "no"."""
 
 ASK_USER = """\
 {excerpts}
 
 Question: {question}
+{coverage}
+Does an excerpt state the answer? Reply with the JSON object."""
 
-Which excerpt answers the question? Reply with the JSON object."""
+# Filled with garage.ask.coverage.missing_words; empty when every word is found.
+ASK_COVERAGE = "No excerpt contains these words of the question: {words}.\n"
 
 NO_EXCERPTS = "Nothing in the index matched the question, so there is nothing to answer from."
 

@@ -1,14 +1,12 @@
-"""rag_ask's answer as a constrained JSON object: the evidence first, then the answer.
+"""rag_ask's answer as a constrained JSON object: the excerpts first, then the answer.
 
-Asked in prose to end sentences with [n], a 1.5B model cites about half the time. Constrained
-by a JSON schema (llama-server and Ollama turn it into a grammar, LM Studio takes it as
-``json_schema``), the model must first name the excerpt that answers the question and copy the
-sentence of it that does, then write the answer — or name excerpt 0 and write the one refusal
-sentence. The quote is evidence Garage can check (``garage.ask.quotes``): one found nowhere in
-its excerpt declines the answer before any of it is written. Asked instead for a yes/no verdict
-first, the model made "no" its safe reply and refused half of what it could answer. Choosing
-the excerpt before writing is also what makes the citation point at the excerpt the answer
-comes from, not at whichever number comes to mind afterwards.
+Asked in prose to end sentences with [n], a 1.5B model cites about half the time and often
+refuses when the answer is there. Constrained by a JSON schema (llama-server and Ollama turn it
+into a grammar, LM Studio takes it as ``json_schema``), the model must first say whether an
+excerpt states the answer, then name the excerpts that do, then write the answer — or name
+none and write the one refusal sentence. Choosing the excerpt before writing is also what
+makes the citation point at the excerpt the answer comes from, not at whichever number comes
+to mind afterwards.
 
 The object streams token by token; :class:`AnswerStream` pulls the answer's text out of the
 JSON as it arrives, so a client still sees the answer being written.
@@ -23,36 +21,44 @@ from typing import Any
 
 from garage.ask.prompts import NOT_IN_EXCERPTS
 
-# A quote is a sentence or two; the grammar bounds it so a rambling model still gets to answer.
-MAX_QUOTE_CHARS = 400
+# More than three excerpts for a four-sentence answer is a model listing everything it saw.
+MAX_CITED = 3
 
 
 def answer_schema(excerpts: int) -> dict[str, Any]:
-    """The reply's shape when ``excerpts`` numbered excerpts were shown: the excerpt that
-    answers (1..n), the sentence of it that does, word for word, and the answer; or excerpt
-    0, no quote and the refusal."""
+    """The reply's shape when ``excerpts`` numbered excerpts were shown: "stated": "yes", one
+    to three excerpt numbers and an answer; or "stated": "no", no excerpt and the refusal.
+
+    The yes/no comes first because a model asked only for excerpt numbers always names one:
+    search returns something for every question, and a number is what the grammar offers
+    next. Asked first whether an excerpt states the answer, it says no when none does."""
     numbers = list(range(1, excerpts + 1))
-    answered = {
+    stated = {
         "type": "object",
         "properties": {
-            "excerpt": {"type": "integer", "enum": numbers},
-            "quote": {"type": "string", "minLength": 1, "maxLength": MAX_QUOTE_CHARS},
+            "stated": {"type": "string", "enum": ["yes"]},
+            "excerpts": {
+                "type": "array",
+                "items": {"type": "integer", "enum": numbers},
+                "minItems": 1,
+                "maxItems": min(MAX_CITED, excerpts),
+            },
             "answer": {"type": "string", "minLength": 1},
         },
-        "required": ["excerpt", "quote", "answer"],
+        "required": ["stated", "excerpts", "answer"],
         "additionalProperties": False,
     }
     refused = {
         "type": "object",
         "properties": {
-            "excerpt": {"type": "integer", "enum": [0]},
-            "quote": {"type": "string", "enum": [""]},
+            "stated": {"type": "string", "enum": ["no"]},
+            "excerpts": {"type": "array", "maxItems": 0},
             "answer": {"type": "string", "enum": [NOT_IN_EXCERPTS]},
         },
-        "required": ["excerpt", "quote", "answer"],
+        "required": ["stated", "excerpts", "answer"],
         "additionalProperties": False,
     }
-    return {"anyOf": [answered, refused]}
+    return {"anyOf": [stated, refused]}
 
 
 @dataclass(frozen=True)
@@ -60,12 +66,10 @@ class StructuredAnswer:
     excerpts: list[int]  # as the model named them, before any check against what was shown
     answer: str
     complete: bool  # False when the reply was cut off (token or time limit) mid-object
-    quote: str = ""  # the words it copied from its excerpt, as evidence
 
 
 _ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
-_EXCERPT = re.compile(r'"excerpt"\s*:\s*(\d+)')
-_QUOTE = re.compile(r'"quote"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_EXCERPTS = re.compile(r'"excerpts"\s*:\s*\[([^\]]*)')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -134,20 +138,6 @@ class AnswerStream:
         self.text += added
         return added
 
-    def evidence(self) -> tuple[int, str] | None:
-        """The excerpt named and the quote copied from it, once the quote is whole; None
-        before that (and for prose)."""
-        if self.prose:
-            return None
-        number, quote = _EXCERPT.search(self.raw), _QUOTE.search(self.raw)
-        if number is None or quote is None:
-            return None
-        try:
-            text = json.loads(f'"{quote.group(1)}"')
-        except ValueError:
-            return None
-        return int(number.group(1)), str(text)
-
     def result(self) -> StructuredAnswer:
         """What the reply says, whole or as far as it got."""
         if self.prose:
@@ -157,16 +147,10 @@ class AnswerStream:
         except ValueError:
             value = None
         if isinstance(value, dict) and isinstance(value.get("answer"), str):
-            number = value.get("excerpt")
-            excerpts = [number] if isinstance(number, int) and number > 0 else []
-            quote = value.get("quote")
-            return StructuredAnswer(
-                excerpts, value["answer"], True, quote if isinstance(quote, str) else ""
-            )
-        evidence = self.evidence()
-        if evidence is None:
-            match = _EXCERPT.search(self.raw)
-            excerpts = [int(match.group(1))] if match and int(match.group(1)) > 0 else []
-            return StructuredAnswer(excerpts, self.text, False)
-        number, quote = evidence
-        return StructuredAnswer([number] if number > 0 else [], self.text, False, quote)
+            numbers = value.get("excerpts")
+            listed = numbers if isinstance(numbers, list) else []
+            excerpts = [n for n in listed if isinstance(n, int)]
+            return StructuredAnswer(excerpts, value["answer"], True)
+        match = _EXCERPTS.search(self.raw)
+        excerpts = [int(n) for n in re.findall(r"\d+", match.group(1))] if match else []
+        return StructuredAnswer(excerpts, self.text, False)

@@ -8,7 +8,7 @@ passes the egress guard with the classes of what it carries.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +75,7 @@ class LocalChatModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
-    ) -> Generator[Delta, None, None]:
+    ) -> Iterator[Delta]:
         """The reply piece by piece, under the wall-clock limit; ``cancel`` stops it."""
         return self.client.chat_stream(
             self.provider,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,7 +261,7 @@ class InferenceClient:
         max_tokens: int | None = None,
         time_limit: float | None = None,
         cancel: threading.Event | None = None,
-    ) -> Generator[Delta, None, None]:
+    ) -> Iterator[Delta]:
         """The reply as the server writes it (SSE, or NDJSON for Ollama), piece by piece.
 
         Stops with GenerationStopped, its connection shut so the server stops too, when
@@ -321,7 +321,7 @@ class InferenceClient:
         model_id: str,
         time_limit: float | None,
         cancel: threading.Event | None,
-    ) -> Generator[Delta, None, None]:
+    ) -> Iterator[Delta]:
         kind = response.headers.get("content-type", "")
         if not response.is_success or kind.startswith("application/json"):
             response.read()

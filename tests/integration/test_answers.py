@@ -8,7 +8,6 @@ cue."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -22,9 +21,11 @@ import httpx
 import psycopg
 import pytest
 from mcp import ClientSession
+from psycopg.rows import dict_row
 
-from garage.ask import ask
+from garage.ask import ask, ask_messages, fit_excerpts
 from garage.ask.citations import read_citations
+from garage.ask.coverage import question_words, rare_words
 from garage.config import GarageConfig
 from garage.inference import EgressGuard, InferenceClient, LocalChatModel
 from garage.inference.stream import GenerationStopped
@@ -231,47 +232,27 @@ def test_rag_ask_over_mcp_reports_progress(corpus: McpCorpus, tmp_path: Path) ->
     assert reports[0][2] and "searching" in reports[0][2]
 
 
-def _lmstudio(config: GarageConfig, url: str) -> GarageConfig:
-    changed = config.model_copy(deep=True)
-    changed.inference.provider, changed.inference.model = "lmstudio", "quoting"
-    changed.inference.lmstudio_host = url
-    return changed
-
-
-def test_a_quote_that_is_not_in_its_excerpt_declines_before_any_answer(
-    corpus: McpCorpus,
-) -> None:
-    """Answerability is decided on evidence: a FAKE LM Studio (a fault injected: a model
-    making its evidence up) quotes words its excerpt does not hold. Nothing of its answer is
-    shown, the answer is declined, and the rest of the reply is not waited for."""
-    made_up = json.dumps(
-        {"excerpt": 1, "quote": "PostgreSQL listens on port 5432 by default.",
-         "answer": "Port 5432 [1]. " + "It is configurable. " * 40}
-    )  # fmt: skip
-    state = FakeState(models={"quoting"}, reply=made_up, stream_delay=0.02)
-    shown: list[str] = []
-    with fake_server("lmstudio", state) as url:
-        result = _ask(corpus, _lmstudio(corpus.config, url), UNANSWERABLE, limit=2,
-                      on_text=shown.append)  # fmt: skip
-        assert state.disconnected.wait(5)  # it stopped reading the rest of the reply
-    assert shown == [] and result.not_in_excerpts and not result.cited
-    assert any("not in it" in note for note in result.notes), result.notes
-    _contract(result)
-
-
-def test_a_quote_found_in_its_excerpt_lets_the_answer_through(corpus: McpCorpus) -> None:
+def test_the_prompt_names_the_rare_words_no_excerpt_contains(corpus: McpCorpus) -> None:
+    """PostgreSQL is in no chunk of the tutorial: the prompt says no excerpt contains it. The
+    tutorial's own words (exceptions, errors) are in chunks: never listed."""
+    model = _model(corpus.config)
     with psycopg.connect(corpus.url, autocommit=True) as conn:
-        [hit] = search(conn, corpus.config, SearchQuery(text=ANSWERABLE, limit=1)).hits
-    sentence = next(s for s in hit.excerpt.split(". ") if len(s) > 30)
-    # Copied as a small model copies: its own spacing and case.
-    quote = "  ".join(sentence.lower().split())
-    reply = json.dumps({"excerpt": 1, "quote": quote, "answer": "Use try and except [1]."})
-    state = FakeState(models={"quoting"}, reply=reply)
-    with fake_server("lmstudio", state) as url:
-        result = _ask(corpus, _lmstudio(corpus.config, url), ANSWERABLE, limit=1)
-    assert not result.not_in_excerpts and result.cited == [1], result
-    assert result.answer == "Use try and except [1]."
-    _contract(result)
+        assert rare_words(conn, ["PostgreSQL", "exception", "errors"]) == ["PostgreSQL"]
+        prompts = {}
+    # The MCP server and the CLI open their connections with dict rows: the same answer.
+    with psycopg.connect(corpus.url, autocommit=True, row_factory=dict_row) as conn:
+        assert rare_words(conn, ["PostgreSQL", "exception", "errors"]) == ["PostgreSQL"]
+    with psycopg.connect(corpus.url, autocommit=True) as conn:
+        for question in (UNANSWERABLE, ANSWERABLE):
+            rare = rare_words(conn, question_words(question))
+            hits = search(conn, corpus.config, SearchQuery(text=question, limit=3)).hits
+            shown = fit_excerpts(model, question, hits, 200, rare)
+            prompts[question] = ask_messages(question, shown, rare)[1]["content"].splitlines()
+    model.client.close()
+    listed = [line for line in prompts[UNANSWERABLE] if line.startswith("No excerpt contains")]
+    # The tutorial is under 200 chunks: only words in none of them are rare (port, listen too).
+    assert len(listed) == 1 and "PostgreSQL" in listed[0].split(": ")[1], listed
+    assert not any(line.startswith("No excerpt contains") for line in prompts[ANSWERABLE])
 
 
 # -- Qwen2.5-Coder-1.5B: the citation contract ------------------------------------------------

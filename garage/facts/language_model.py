@@ -8,8 +8,11 @@ with the document's corpus class before any connection (a communication goes onl
 loopback), and refuses cloud model ids.
 
 How each server is asked for JSON:
-- **llama-server**: a JSON schema in ``response_format`` (a grammar). A 135M model loops in
-  plain JSON mode until ``max_tokens`` and the chunk is lost; under a schema its reply parses.
+- **llama-server**: a JSON schema in ``response_format`` (a grammar), at temperature 0. A 135M
+  model loops in plain JSON mode until ``max_tokens`` and the chunk is lost; under a schema its
+  reply parses. Greedy, because the grammar already keeps the reply well-formed, and the same
+  document must give the same facts whichever door asked (at 0.1, one prompt sent six times
+  to SmolLM2 came back four different ways).
 - **Ollama**: JSON mode (``format: "json"``) at temperature 0.1, as LangExtract's own Ollama
   provider sent; GPT-OSS models get a JSON-only system instruction instead, because their
   reasoning channel does not survive JSON mode.
@@ -115,6 +118,14 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
         # resolver should not look for a ```json fence.
         self.set_fence_output(False)
 
+    @property
+    def temperature(self) -> float:
+        """0 under a grammar (llama-server, LM Studio); Ollama's JSON mode keeps the 0.1 that
+        LangExtract's own Ollama provider sent."""
+        if self.chat.provider in ("llama_server", "lmstudio"):
+            return 0.0
+        return EXTRACTION_TEMPERATURE
+
     def _ask(self, prompt: str) -> str:
         messages: list[Message] = [{"role": "user", "content": prompt}]
         provider = self.chat.provider
@@ -134,7 +145,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
             corpus_classes={self.corpus_class},
             json_schema=json_schema,
             json_mode=json_mode,
-            temperature=EXTRACTION_TEMPERATURE,
+            temperature=self.temperature,
             max_tokens=self.max_tokens,
             cancel=self.cancel,
         )

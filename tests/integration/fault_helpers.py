@@ -33,7 +33,12 @@ def cli_env(tmp_path: Path, url: str, folder: Path, llama: LlamaServers | None) 
                 }
             ],
         }
-    path = tmp_path / f"garage-{abs(hash(url))}.json"
+    return config_env(tmp_path, url, config, f"garage-{abs(hash(url))}.json")
+
+
+def config_env(tmp_path: Path, url: str, config: dict[str, Any], name: str) -> dict[str, str]:
+    """The environment of a `garage` process with ``config`` written to ``tmp_path/name``."""
+    path = tmp_path / name
     path.write_text(json.dumps(config))
     return dict(
         os.environ,

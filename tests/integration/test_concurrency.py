@@ -33,6 +33,7 @@ from tests.conftest import LlamaServers
 from tests.integration.fault_helpers import (
     ROOT,
     cli_env,
+    config_env,
     garage,
     run_to_end,
     scalar,
@@ -213,14 +214,7 @@ def two_sources_env(tmp_path: Path, url: str, notes_dir: Path, other_dir: Path) 
             {"name": "journal", "roots": [str(other_dir)]},
         ]
     }
-    path = tmp_path / "two-sources.json"
-    path.write_text(json.dumps(config))
-    return dict(
-        os.environ,
-        GARAGE_CONFIG=str(path),
-        GARAGE_DATABASE_URL=url,
-        GARAGE_DATA_DIR=str(tmp_path / "data"),
-    )
+    return config_env(tmp_path, url, config, "two-sources.json")
 
 
 def test_no_wait_exits_75_naming_the_holder_while_other_sources_go_on(

@@ -153,10 +153,17 @@ class FactsConfig(Section):
     # LangExtract's chunk size: how many characters of a document one prompt carries.
     max_char_buffer: int = Field(default=1000, ge=100, le=20000)
     # Cap on one reply: a small model that loops stops here instead of running for minutes.
-    max_tokens: int = Field(default=1024, ge=16, le=8192)
+    # Under a JSON schema the reply ends by itself within max_extractions items; 2048 leaves
+    # room for 16 long quotes, so a reply is not cut short (one that is keeps only the
+    # extractions it completed, and is counted in cut_replies).
+    max_tokens: int = Field(default=2048, ge=16, le=8192)
     # At most this many extractions per chunk under a JSON schema: with max_tokens, what keeps
-    # a small model's reply finite and whole (a reply cut off at max_tokens does not parse).
+    # a small model's reply finite and whole (a reply cut off at max_tokens keeps only the
+    # extractions it completed, and is counted).
     max_extractions: int = Field(default=16, ge=1, le=100)
+    # Documents with the model at once. llama-server writes the replies of its slots (-np)
+    # together, in little more than the time of one; more than the server's slots only queue.
+    parallel_documents: int = Field(default=2, ge=1, le=16)
     cluster_restate_threshold: float = Field(default=0.92, ge=0, le=1)
     cluster_seed_threshold: float = Field(default=0.88, ge=0, le=1)
     cluster_threshold: float = Field(default=0.85, ge=0, le=1)
@@ -282,6 +289,25 @@ class SearchConfig(Section):
         return DEFAULT_VECTOR_WEIGHT, 1 - DEFAULT_VECTOR_WEIGHT
 
 
+class AskConfig(Section):
+    """rag_ask and `garage ask` (garage.ask)."""
+
+    # An excerpt shown to the model: the sentences of its chunk around the part that best
+    # matches the question (garage.ask.focus), at most this many characters. The model reads
+    # the prompt for most of the wait before its first word; the rest of a chunk is seldom to
+    # the point.
+    excerpt_chars: int = Field(default=500, ge=100, le=20000)
+    # The model's probability, read from the server's token log-probabilities, that an
+    # excerpt states the answer, at or above which it answers; below it the reply is
+    # "Not in the excerpts.". 0.5 is the model's own greedy choice; a server that gives no
+    # log-probabilities (Ollama) keeps that choice.
+    answer_threshold: float = Field(default=0.5, ge=0, le=1)
+    # List in the prompt the question's rare words that no excerpt contains
+    # (garage.ask.coverage): evidence that search found something near the question rather
+    # than about it, but also of a question put in other words than the page's.
+    name_missing_words: bool = False
+
+
 class GarageConfig(Section):
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     sources: list[SourceConfig] = Field(default_factory=list)
@@ -293,6 +319,7 @@ class GarageConfig(Section):
     egress: EgressConfig = Field(default_factory=EgressConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    ask: AskConfig = Field(default_factory=AskConfig)
 
     @model_validator(mode="after")
     def _unique_sources(self) -> GarageConfig:

@@ -10,8 +10,10 @@ not loopback: its prompts are skipped and counted, before any connection.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +21,7 @@ import psycopg
 
 from garage.config import GarageConfig
 from garage.facts import metadata as metadata_facts
-from garage.facts.grounding import extract_prompt
+from garage.facts.grounding import PromptResult, extract_prompt
 from garage.facts.language_model import GarageLanguageModel, extraction_schema
 from garage.facts.prompts import FactPrompt, effective_prompts, select_prompts
 from garage.facts.store import (
@@ -45,6 +47,7 @@ from garage.stopping import StopSignal
 log = logging.getLogger(__name__)
 
 METADATA = "metadata"
+POLL_SECONDS = 0.1  # how soon a stop request reaches the replies in flight
 Progress = Callable[[int], None]  # called with the number of documents just finished
 
 
@@ -65,10 +68,13 @@ class EnrichReport:
     metadata_facts: int = 0
     dropped_ungrounded: int = 0
     dropped_not_claims: int = 0  # grounded "fact" spans that state nothing (garage.facts.claims)
+    dropped_not_names: int = 0  # grounded entity spans that name nothing: a pronoun, a sentence
+    dropped_ungrounded_attributes: int = 0  # grounded spans with an attribute the text lacks
     refused_egress: int = 0  # communications not sent to a non-loopback model host
     failed: int = 0
     requests: int = 0
     unparsed_replies: int = 0  # model replies that were not JSON: their text yielded nothing
+    cut_replies: int = 0  # replies cut off at facts.max_tokens: what they completed was kept
     characters: int = 0  # of the documents read
     seconds: float = 0.0
     stopped: str | None = None
@@ -83,7 +89,10 @@ class EnrichReport:
             f"{self.documents_read} documents read, {self.prompts_run} prompt runs, "
             f"{self.facts_stored} facts stored ({self.metadata_facts} from metadata), "
             f"{self.dropped_ungrounded} dropped as ungrounded, "
-            f"{self.dropped_not_claims} as stating nothing, {self.documents_current} current"
+            f"{self.dropped_not_claims} as stating nothing, "
+            f"{self.dropped_not_names} as naming nothing, "
+            f"{self.dropped_ungrounded_attributes} for an attribute not in the text, "
+            f"{self.documents_current} current"
             f" in {self.seconds:.1f}s ({self.chars_per_second:.0f} chars/s)"
         )
         if self.refused_egress:
@@ -91,10 +100,16 @@ class EnrichReport:
                 f"; {self.refused_egress} communications not sent to a model host that is not "
                 "on this machine"
             )
+        if self.cut_replies:
+            line += (
+                f"; {self.cut_replies} of {self.requests} model replies were cut off at "
+                "facts.max_tokens (the extractions they completed were kept, the rest of their "
+                "chunks unread: raise facts.max_tokens or lower facts.max_char_buffer)"
+            )
         if self.unparsed_replies:
             line += (
                 f"; {self.unparsed_replies} of {self.requests} model replies did not parse "
-                "(raise facts.max_tokens if they were cut off)"
+                "(their chunks yielded nothing)"
             )
         if self.failed:
             line += f"; {self.failed} failed"
@@ -180,7 +195,11 @@ def enrich_facts(
 
     ``limit`` caps the documents worked on (those skipped as current do not count).
     ``schema_override`` replaces the output schema derived from each prompt's examples (the
-    tests use it to make a real model quote text the document does not hold)."""
+    tests use it to make a real model quote text the document does not hold).
+
+    Up to ``facts.parallel_documents`` documents are with the model at once, each on its own
+    thread (a local server writes the replies of its slots together, for little more than
+    the time of one); this thread alone reads and writes the database."""
     started = time.monotonic()
     wanted = [n for n in prompt_names if n != METADATA]
     run_metadata = not prompt_names or METADATA in prompt_names
@@ -211,40 +230,12 @@ def enrich_facts(
     keys = metadata_facts.PersonKeys(conn, config.identity.emails)
     # One writer per source: a document's facts change under its source's writer lock.
     scopes = [source] if source else source_names(conn)
+    settings = _Settings(
+        config, prompts, run_metadata, stale_only, chat, keys, schema_override, stop
+    )
     try:
         with writing(conn, scopes, "enrich-facts", waiting or Waiting(stop=stop)):
-            worked = 0
-            for document in _documents(conn, source, document_ids):
-                if stop is not None and stop.requested:
-                    report.stopped = stop.reason
-                    break
-                if limit is not None and worked >= limit:
-                    break
-                try:
-                    did = _enrich_document(
-                        conn,
-                        config,
-                        document,
-                        prompts,
-                        run_metadata,
-                        stale_only,
-                        chat,
-                        keys,
-                        report,
-                        schema_override,
-                        stop,
-                    )
-                except GenerationStopped as stopped:
-                    if stopped.reason != "cancelled":
-                        raise
-                    # Stopped mid-document: nothing of it is stored, so its prompts' runs
-                    # stay stale and the next --stale-only run does it whole.
-                    report.stopped = (stop.reason if stop else None) or "cancelled"
-                    break
-                if did:
-                    worked += 1
-                    if progress is not None:
-                        progress(1)
+            _run(conn, settings, _documents(conn, source, document_ids), report, limit, progress)
     finally:
         if own_client and client is not None:
             client.close()
@@ -252,22 +243,111 @@ def enrich_facts(
     return report
 
 
-def _enrich_document(
+@dataclass(frozen=True)
+class _Settings:
+    config: GarageConfig
+    prompts: Sequence[FactPrompt]
+    run_metadata: bool
+    stale_only: bool
+    chat: LocalChatModel | None
+    keys: metadata_facts.PersonKeys
+    schema_override: dict[str, Any] | None
+    stop: StopSignal | None
+
+
+@dataclass
+class _Job:
+    """One document to extract: read, with its metadata facts done and its prompts due."""
+
+    document: _Document
+    content: str
+    due: list[FactPrompt]
+    metadata: PromptOutcome | None
+
+
+@dataclass
+class _PromptRun:
+    prompt: FactPrompt
+    result: PromptResult | None = None
+    error: str | None = None
+
+
+def _run(
     conn: psycopg.Connection[Any],
-    config: GarageConfig,
-    document: _Document,
-    prompts: Sequence[FactPrompt],
-    run_metadata: bool,
-    stale_only: bool,
-    chat: LocalChatModel | None,
-    keys: metadata_facts.PersonKeys,
+    settings: _Settings,
+    documents: Sequence[_Document],
     report: EnrichReport,
-    schema_override: dict[str, Any] | None,
-    stop: StopSignal | None = None,
-) -> bool:
-    """Extract and store one document's facts; False when nothing had to run. A stop
-    request cuts the model's reply in flight (``GenerationStopped``, reason "cancelled")."""
-    runs = current_runs(conn, document.id) if stale_only else {}
+    limit: int | None,
+    progress: Progress | None,
+) -> None:
+    """Read each document here, extract on up to ``parallel_documents`` threads, store here
+    as each finishes. A stop request cuts the replies in flight (``GenerationStopped``,
+    reason "cancelled"): the documents cut short store nothing and stay stale."""
+    stop = settings.stop
+    workers = max(1, settings.config.facts.parallel_documents) if settings.chat else 1
+    # The replies in flight stop when this is set: on a stop request (passed on from
+    # ``stop.event`` within POLL_SECONDS), or when the run ends in an exception.
+    cancel = threading.Event()
+    pending: dict[Future[list[_PromptRun]], _Job] = {}
+    worked = 0
+
+    def settle(room: int) -> None:
+        """Store what is done until at most ``room`` documents are in flight."""
+        while len(pending) > room:
+            if stop is not None and stop.event.is_set():
+                cancel.set()
+            done, _ = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            for future in done:
+                job = pending.pop(future)
+                try:
+                    runs = future.result()
+                except GenerationStopped as stopped:
+                    if stopped.reason != "cancelled":
+                        raise
+                    # Stopped mid-document: nothing of it is stored, so its prompts' runs
+                    # stay stale and the next --stale-only run does it whole.
+                    report.stopped = (stop.reason if stop else None) or "cancelled"
+                    continue
+                _store(conn, settings, job, runs, report)
+                if progress is not None:
+                    progress(1)
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="facts") as pool:
+        try:
+            for document in documents:
+                if stop is not None and stop.requested:
+                    report.stopped = stop.reason
+                    break
+                if report.stopped or (limit is not None and worked >= limit):
+                    break
+                job = _read(conn, settings, document, report)
+                if job is None:
+                    continue
+                worked += 1
+                pending[pool.submit(_extract, settings, job, cancel)] = job
+                settle(workers - 1)
+            settle(0)
+        except BaseException:
+            # The run ends (the server is gone, an egress refusal, an interrupt): the
+            # documents in flight are abandoned unstored, their replies cut.
+            cancel.set()
+            for future in pending:
+                future.cancel()
+            raise
+    if stop is not None and stop.requested and report.stopped is None:
+        report.stopped = stop.reason
+
+
+def _read(
+    conn: psycopg.Connection[Any],
+    settings: _Settings,
+    document: _Document,
+    report: EnrichReport,
+) -> _Job | None:
+    """The document's text and its due prompts, with its metadata facts; None when nothing
+    has to run."""
+    chat = settings.chat
+    runs = current_runs(conn, document.id) if settings.stale_only else {}
     label = chat and f"{chat.provider}:{chat.model}"
 
     def current(name: str, sha: str, model: str) -> bool:
@@ -275,15 +355,15 @@ def _enrich_document(
 
     due = [
         p
-        for p in prompts
+        for p in settings.prompts
         if p.applies_to(document.corpus_class, document.source)
-        and not (stale_only and current(p.name, p.sha256, label or ""))
+        and not (settings.stale_only and current(p.name, p.sha256, label or ""))
     ]
     metadata_due = (
-        run_metadata
+        settings.run_metadata
         and document.has_headers
         and not (
-            stale_only
+            settings.stale_only
             and current(METADATA, metadata_facts.METADATA_SHA256, metadata_facts.METADATA_MODEL)
         )
     )
@@ -300,59 +380,86 @@ def _enrich_document(
         due = []
     if not due and not metadata_due:
         report.documents_current += 1
-        return False
+        return None
     row = conn.execute(
         "SELECT content, metadata FROM documents WHERE id = %s", (document.id,)
     ).fetchone()
     if row is None:
-        return False
+        return None
     content, doc_metadata = (row["content"], row["metadata"]) if isinstance(row, dict) else row
     doc_metadata = doc_metadata or {}
     report.documents_read += 1
     report.characters += len(content)
-    outcomes: list[PromptOutcome] = []
+    metadata: PromptOutcome | None = None
     if metadata_due:
-        facts, dropped = metadata_facts.metadata_facts(content, doc_metadata, keys)
-        outcomes.append(
-            PromptOutcome(
-                METADATA,
-                metadata_facts.METADATA_SHA256,
-                metadata_facts.METADATA_MODEL,
-                METADATA_CHUNKER,
-                facts,
-                dropped,
-            )
+        facts, dropped = metadata_facts.metadata_facts(content, doc_metadata, settings.keys)
+        metadata = PromptOutcome(
+            METADATA,
+            metadata_facts.METADATA_SHA256,
+            metadata_facts.METADATA_MODEL,
+            METADATA_CHUNKER,
+            facts,
+            dropped,
         )
-    for prompt in due:
-        assert chat is not None
+    return _Job(document, content, due, metadata)
+
+
+def _extract(settings: _Settings, job: _Job, cancel: threading.Event) -> list[_PromptRun]:
+    """Every due prompt over the document (on a worker thread: no database here). A
+    prompt's own failure is recorded in its run; a failure of the server or the egress rule,
+    or a stop request, ends the document (raised)."""
+    runs: list[_PromptRun] = []
+    facts = settings.config.facts
+    for prompt in job.due:
+        assert settings.chat is not None
         model = GarageLanguageModel(
-            chat,
-            corpus_class=document.corpus_class,
-            schema=schema_override or _schema_for(prompt, config.facts.max_extractions),
-            max_tokens=config.facts.max_tokens,
-            cancel=stop.event if stop is not None else None,
+            settings.chat,
+            corpus_class=job.document.corpus_class,
+            schema=settings.schema_override or _schema_for(prompt, facts.max_extractions),
+            max_tokens=facts.max_tokens,
+            cancel=cancel,
         )
+        run = _PromptRun(prompt)
+        runs.append(run)
         try:
-            result = extract_prompt(
-                content, prompt, model, max_char_buffer=config.facts.max_char_buffer
+            run.result = extract_prompt(
+                job.content, prompt, model, max_char_buffer=facts.max_char_buffer
             )
         except (ServerUnavailable, ModelNotLoaded, EgressRefused):
             raise  # the same for every document: stop the run and say so
         except GenerationStopped as stopped:
             if stopped.reason == "cancelled":
                 raise  # a stop request, not this document's failure
-            report.failed += 1
-            report.errors.append(f"document {document.id}, prompt {prompt.name}: {stopped}")
-            log.warning("document %s, prompt %s: %s", document.id, prompt.name, stopped)
-            continue
+            run.error = str(stopped)
         except InferenceError as error:
+            run.error = str(error)
+    return runs
+
+
+def _store(
+    conn: psycopg.Connection[Any],
+    settings: _Settings,
+    job: _Job,
+    runs: Sequence[_PromptRun],
+    report: EnrichReport,
+) -> None:
+    document, chat = job.document, settings.chat
+    label = chat and f"{chat.provider}:{chat.model}"
+    outcomes: list[PromptOutcome] = [job.metadata] if job.metadata is not None else []
+    for run in runs:
+        prompt, result = run.prompt, run.result
+        if result is None:
             report.failed += 1
-            report.errors.append(f"document {document.id}, prompt {prompt.name}: {error}")
-            log.warning("document %s, prompt %s: %s", document.id, prompt.name, error)
+            report.errors.append(f"document {document.id}, prompt {prompt.name}: {run.error}")
+            log.warning("document %s, prompt %s: %s", document.id, prompt.name, run.error)
             continue
+        assert chat is not None
         report.requests += result.requests
         report.unparsed_replies += result.unparsed
+        report.cut_replies += result.cut
         report.dropped_not_claims += result.not_claims
+        report.dropped_not_names += result.not_names
+        report.dropped_ungrounded_attributes += result.dropped_attributes
         outcomes.append(
             PromptOutcome(
                 prompt.name,
@@ -364,17 +471,16 @@ def _enrich_document(
             )
         )
     if not outcomes:
-        return True
+        return
     if not store_outcomes(conn, document.id, document.content_sha256, outcomes):
         report.documents_changed += 1
-        return True
+        return
     report.prompts_run += len(outcomes)
     for outcome in outcomes:
         report.facts_stored += len(outcome.facts)
         report.dropped_ungrounded += outcome.dropped
         if outcome.prompt_name == METADATA:
             report.metadata_facts += len(outcome.facts)
-    return True
 
 
 def _schema_for(prompt: FactPrompt, max_items: int) -> dict[str, Any]:

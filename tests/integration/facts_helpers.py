@@ -43,7 +43,9 @@ def write_folder(root: Path) -> Path:
 
 def facts_config(llama: LlamaServers, folder: Path, database_url: str, **sections: Any) -> Any:
     """Real servers; short chunks and few extractions per reply, so SmolLM2's replies stay
-    short and whole even on a loaded machine (a few tokens a second)."""
+    short and whole even on a loaded machine (a few tokens a second). Two documents are
+    with the model at once (the default), so a request may wait for the other's prompt: the
+    read timeout is long, for a machine whose two cores are shared."""
     config = llama_config(
         llama,
         sources=[{"name": "mixed", "roots": [str(folder)]}],
@@ -54,4 +56,5 @@ def facts_config(llama: LlamaServers, folder: Path, database_url: str, **section
         update={"max_char_buffer": 400, "max_tokens": 400, "max_extractions": 3}
     )
     database = config.database.model_copy(update={"url": database_url})
-    return config.model_copy(update={"facts": facts, "database": database})
+    inference = config.inference.model_copy(update={"timeout_seconds": 600.0})
+    return config.model_copy(update={"facts": facts, "database": database, "inference": inference})

@@ -369,3 +369,67 @@ def test_entities_recipe_from_the_cli(
     assert stats["facts"] == report["facts_stored"]
     assert sum(c["facts"] for c in stats["by_source_and_class"]) == stats["facts"]
     assert stats["by_prompt"] == {"entities": stats["facts"]}
+
+
+def test_a_reply_cut_off_at_max_tokens_keeps_what_it_completed_and_is_counted(
+    corpus: tuple[str, Any, Path],
+) -> None:
+    url, config, _ = corpus
+    # The schema leaves SmolLM2 one reply: three copies of a sentence of the garden note,
+    # about 51 tokens. Cut at 36, the first is whole and the rest is not: LangExtract alone
+    # would drop the reply as a parse error, the chunk's facts lost without a word.
+    real = "Tomatoes need six hours of sun each day."
+    schema = extraction_schema(["fact"])
+    schema["properties"]["extractions"]["items"]["properties"]["fact"] = {"enum": [real]}
+    schema["properties"]["extractions"]["minItems"] = 3
+    schema["properties"]["extractions"]["maxItems"] = 3
+    facts = config.facts.model_copy(update={"max_tokens": 36})
+    short = config.model_copy(update={"facts": facts})
+    report = _enrich(url, short, prompt_names=["default"], schema_override=schema)
+    assert report.documents_read == 3 and report.failed == 0
+    assert report.requests == 3 and report.cut_replies == 3 and report.unparsed_replies == 0
+    assert "3 of 3 model replies were cut off at facts.max_tokens" in report.summary()
+    # The completed extraction of the garden note's reply is stored, at its span.
+    assert _one(url, GARDEN_FACTS) == 1
+    [(start, end)] = (
+        psycopg.connect(url)
+        .execute(
+            "SELECT f.start_offset, f.end_offset FROM facts f JOIN documents d"
+            " ON d.id = f.document_id WHERE d.uri LIKE '%%garden.md'"
+        )
+        .fetchall()
+    )
+    assert NOTES["garden.md"][start:end] == real
+
+
+def test_an_attribute_the_document_does_not_hold_drops_the_fact(
+    corpus: tuple[str, Any, Path], llama: LlamaServers
+) -> None:
+    url, _, folder = corpus
+    config = facts_config(llama, folder, url, facts={"prompts": [ENTITIES]})
+    # SmolLM2 may quote only "Maria Santos" (in the office note) as a person, and must name
+    # her "Jane Doe": the prompt's own example, which the note does not hold (the mail, which
+    # does, holds no "Maria Santos" for the span).
+    schema = extraction_schema(["person"], {"person": ["name"]})
+    person = schema["properties"]["extractions"]["items"]
+    person["properties"]["person"] = {"enum": ["Maria Santos"]}
+    person["properties"]["person_attributes"]["properties"]["name"] = {"enum": ["Jane Doe"]}
+    person["properties"]["person_attributes"]["required"] = ["name"]
+    person["required"] = ["person", "person_attributes"]
+    schema["properties"]["extractions"]["minItems"] = 1
+    schema["properties"]["extractions"]["maxItems"] = 1
+    report = _enrich(url, config, prompt_names=["entities"], schema_override=schema)
+    assert report.documents_read == 3 and report.failed == 0
+    assert report.dropped_ungrounded_attributes == 1  # the office note's
+    assert report.dropped_ungrounded == 2  # the span, in the other two
+    assert report.facts_stored == 0
+    assert "1 for an attribute not in the text" in report.summary()
+
+    # Named as the note names her, the same person is stored, with her name.
+    person["properties"]["person_attributes"]["properties"]["name"] = {"enum": ["Maria Santos"]}
+    report = _enrich(url, config, prompt_names=["entities"], schema_override=schema)
+    assert (report.facts_stored, report.dropped_ungrounded_attributes) == (1, 0)
+    assert _one(url, "SELECT attributes->>'name' FROM facts WHERE fact_class = 'person'") == (
+        "Maria Santos"
+    )
+    assert _ungrounded(url) == 0

@@ -26,19 +26,29 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from garage.ask import prompts
 from garage.ask.citations import ReadCitations, read_citations, says_not_in_excerpts
 from garage.ask.coverage import missing_words, question_words, rare_words
-from garage.ask.structured import AnswerStream, answer_schema
+from garage.ask.focus import Embed, focus_all
+from garage.ask.structured import (
+    AnswerStream,
+    answer_schema,
+    verdict,
+    verdict_starts,
+    yes_probability,
+)
 from garage.config import GarageConfig
-from garage.inference import ContextExceeded, EgressRefused, LocalChatModel
+from garage.embed.registry import default_model
+from garage.inference import ContextExceeded, EgressRefused, InferenceClient, LocalChatModel
 from garage.inference.client import Message
-from garage.inference.stream import GenerationStopped
+from garage.inference.egress import EgressGuard
+from garage.inference.stream import Delta, GenerationStopped
 from garage.search import SearchHit, SearchQuery, search
 from garage.search.types import CorpusClass
 
@@ -56,6 +66,9 @@ MIN_EXCERPT_CHARS = 300
 # The JSON around the answer ({"stated": "yes", "excerpts": [1, 2], "answer": "..."}) costs
 # tokens of its own: the answer keeps its whole budget on top of them.
 STRUCTURE_TOKENS = 24
+# How many likeliest tokens the server reports at each position; the verdict's "yes" and
+# "no" are among them.
+VERDICT_ALTERNATIVES = 10
 
 # (progress, total, message): how far a call got, for clients that show it.
 Progress = Callable[[float, float | None, str], None]
@@ -94,6 +107,9 @@ class AskResult:
     finish: Finish = "stop"  # "length": cut at max_tokens; "time_limit": stopped by the clock
     first_token_ms: float | None = None  # from the request to the first piece of the answer
     took_ms: float = 0.0  # the whole call, search included
+    # The model's probability that an excerpt states the answer (from the server's token
+    # log-probabilities; None where it gives none), which ``ask.answer_threshold`` decides on.
+    stated_probability: float | None = None
 
 
 @dataclass(frozen=True)
@@ -205,10 +221,23 @@ def ask(
             not_in_excerpts=True,
             took_ms=_ms_since(started),
         )
-    rare = rare_words(conn, question_words(question))
+    if on_progress:
+        on_progress(0, None, "choosing the sentences of each excerpt")
+    hits = focus_hits(conn, config, question, hits)
+    settings = config.ask
+    rare = rare_words(conn, question_words(question)) if settings.name_missing_words else []
     shown = fit_excerpts(model, question, hits, answer_tokens + STRUCTURE_TOKENS, rare)
     generated = _generate(
-        model, question, hits, shown, answer_tokens, rare, on_text, on_progress, cancel
+        model,
+        question,
+        hits,
+        shown,
+        answer_tokens,
+        rare,
+        settings.answer_threshold,
+        on_text,
+        on_progress,
+        cancel,
     )
     shown = generated.shown
     if len(shown) < len(hits):
@@ -241,7 +270,69 @@ def ask(
         finish=generated.finish,
         first_token_ms=generated.first_token_ms,
         took_ms=_ms_since(started),
+        stated_probability=generated.stated_probability,
     )
+
+
+def focus_hits(
+    conn: psycopg.Connection[Any], config: GarageConfig, question: str, hits: list[SearchHit]
+) -> list[SearchHit]:
+    """Each chunk hit with its excerpt narrowed to the sentences around its best match
+    (garage.ask.focus), and its offsets to theirs where the chunk is a verbatim span of its
+    document. A fact hit is a sentence already, and stays as it is."""
+    limit = config.ask.excerpt_chars
+    chunk_ids = [h.chunk_id for h in hits if h.fact_id is None]
+    if not chunk_ids:
+        return hits
+    # A tuple cursor: callers' connections may carry a dict row factory.
+    with conn.cursor(row_factory=tuple_row) as cur:
+        rows = cur.execute("SELECT id, text FROM chunks WHERE id = ANY(%s)", (chunk_ids,))
+        texts: dict[int, str] = dict(rows.fetchall())
+    wanted = [h for h in hits if h.fact_id is None and h.chunk_id in texts]
+    classes = {h.corpus_class for h in wanted}
+    with _embedder(conn, config, classes) as embed:
+        focused = focus_all(question, [texts[h.chunk_id] for h in wanted], limit, embed)
+    narrowed: dict[int, SearchHit] = {}
+    for hit, part in zip(wanted, focused, strict=True):
+        verbatim = hit.end_offset - hit.start_offset == len(texts[hit.chunk_id])
+        narrowed[hit.chunk_id] = replace(
+            hit,
+            excerpt=part.text,
+            start_offset=hit.start_offset + part.start if verbatim else hit.start_offset,
+            end_offset=hit.start_offset + part.end if verbatim else hit.end_offset,
+        )
+    return [narrowed.get(h.chunk_id, h) if h.fact_id is None else h for h in hits]
+
+
+@contextmanager
+def _embedder(
+    conn: psycopg.Connection[Any], config: GarageConfig, classes: set[str]
+) -> Iterator[Embed | None]:
+    """The index's default text model as a function, or None when there is none."""
+    registered = default_model(conn, "text")
+    if registered is None:
+        yield None
+        return
+    client = InferenceClient(
+        EgressGuard.from_config(config),
+        timeout=config.search.embed_timeout_seconds,
+        retries=1,
+        backoff=0.2,
+    )
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return client.embed(
+            registered.provider,  # type: ignore[arg-type]
+            registered.host,
+            registered.model_id,
+            texts,
+            corpus_classes=classes,
+        ).vectors
+
+    try:
+        yield embed
+    finally:
+        client.close()
 
 
 def _read_answer(generated: _Generated, shown: int) -> tuple[ReadCitations, str]:
@@ -339,6 +430,7 @@ class _Generated:
     finish: Finish
     first_token_ms: float | None
     excerpts: list[int] = field(default_factory=list)  # the excerpts the reply named
+    stated_probability: float | None = None
 
 
 def _generate(
@@ -348,13 +440,24 @@ def _generate(
     shown: list[Citation],
     answer_tokens: int,
     rare: Sequence[str],
+    threshold: float,
     on_text: Callable[[str], None] | None,
     on_progress: Progress | None,
     cancel: threading.Event | None,
 ) -> _Generated:
     """Stream the answer; should the server still refuse the prompt as too long (its count
-    and ours can differ), show fewer excerpts and try again."""
+    and ours can differ), show fewer excerpts and try again.
+
+    The reply opens with the verdict, "stated": "yes" or "no". Where the server reports the
+    likeliest tokens at that position, the verdict is decided on the model's probability of
+    "yes" against ``threshold`` rather than on its greedy pick: a "no" the threshold
+    overrules is asked again under the "yes" branch alone (the server has the prompt cached,
+    so only the reply is new), and a "yes" it overrules is stopped and declined before any
+    of its answer is written."""
     count, excerpt_chars = len(shown), EXCERPT_CHARS
+    stated_only = False
+    probability: float | None = None
+    asked = time.monotonic()
     while True:
         citations = shown if count == len(shown) else _citations(hits[:count], excerpt_chars)
         if on_progress:
@@ -363,23 +466,32 @@ def _generate(
         pieces = 0
         finish: Finish = "stop"
         first_token_ms = None
-        asked = time.monotonic()
+        overruled: str | None = None
+        stream = model.stream(
+            ask_messages(question, citations, rare),
+            corpus_classes={c.corpus_class for c in citations},
+            json_schema=answer_schema(len(citations), stated_only=stated_only),
+            # Greedy: an answer from excerpts gains nothing from sampling, and the same
+            # question then gets the same answer.
+            temperature=0.0,
+            max_tokens=answer_tokens + STRUCTURE_TOKENS,
+            cancel=cancel,
+            top_logprobs=None if stated_only else VERDICT_ALTERNATIVES,
+        )
         try:
-            for delta in model.stream(
-                ask_messages(question, citations, rare),
-                corpus_classes={c.corpus_class for c in citations},
-                json_schema=answer_schema(len(citations)),
-                # Greedy: an answer from excerpts gains nothing from sampling, and the same
-                # question then gets the same answer.
-                temperature=0.0,
-                max_tokens=answer_tokens + STRUCTURE_TOKENS,
-                cancel=cancel,
-            ):
+            for delta in stream:
                 if delta.text:
                     if first_token_ms is None:
                         first_token_ms = _ms_since(asked)
                     pieces += 1
+                    before = len(reply.raw)
                     added = reply.feed(delta.text)
+                    if not stated_only and verdict_starts(reply.raw, before):
+                        probability = _yes_probability(delta)
+                    if not stated_only and overruled is None:
+                        overruled = _overruled(verdict(reply.raw), probability, threshold)
+                        if overruled is not None:
+                            break
                     if added and on_text:
                         on_text(added)
                     if on_progress and pieces % 16 == 0:
@@ -391,7 +503,9 @@ def _generate(
             if stopped.reason != "time_limit":
                 raise
             cut = reply.result()
-            return _Generated(cut.answer, citations, "time_limit", first_token_ms, cut.excerpts)
+            return _Generated(
+                cut.answer, citations, "time_limit", first_token_ms, cut.excerpts, probability
+            )
         except ContextExceeded:
             if pieces:
                 raise
@@ -402,10 +516,42 @@ def _generate(
                 excerpt_chars //= 2
                 continue
             raise
+        finally:
+            # Closing the stream closes its connection: the server stops writing a reply
+            # whose verdict was overruled.
+            stream.close()
+        if overruled == "no":
+            return _Generated(
+                prompts.NOT_IN_EXCERPTS, citations, "stop", first_token_ms, [], probability
+            )
+        if overruled == "yes":
+            stated_only = True
+            shown = citations
+            continue
         if on_progress:
             on_progress(2, 2, "answered")
         whole = reply.result()
-        return _Generated(whole.answer, citations, finish, first_token_ms, whole.excerpts)
+        return _Generated(
+            whole.answer, citations, finish, first_token_ms, whole.excerpts, probability
+        )
+
+
+def _yes_probability(delta: Delta) -> float | None:
+    """The probability of "yes" at the first token of the verdict's value in ``delta``."""
+    for alternatives in delta.alternatives:
+        probability = yes_probability(alternatives)
+        if probability is not None:
+            return probability
+    return None
+
+
+def _overruled(said: str | None, probability: float | None, threshold: float) -> str | None:
+    """The verdict the threshold gives where it differs from what the model wrote; None
+    while the verdict is unwritten, when there is no probability, or when they agree."""
+    if said is None or probability is None:
+        return None
+    decided = "yes" if probability >= threshold else "no"
+    return decided if decided != said else None
 
 
 def generate(

@@ -23,8 +23,8 @@ Reply with one JSON object:
 - "answer": the answer in at most four sentences, from those excerpts; "{NOT_IN_EXCERPTS}" when \
 "stated" is "no".
 
-A line after the question may list words of the question that no excerpt contains. When the \
-question is about one of them, no excerpt states the answer: "stated" is "no"."""
+People ask in their own words: an excerpt can state the answer in other words than the \
+question's."""
 
 ASK_USER = """\
 {excerpts}
@@ -33,8 +33,13 @@ Question: {question}
 {coverage}
 Does an excerpt state the answer? Reply with the JSON object."""
 
-# Filled with garage.ask.coverage.missing_words; empty when every word is found.
-ASK_COVERAGE = "No excerpt contains these words of the question: {words}.\n"
+# Filled with garage.ask.coverage.missing_words (with ask.name_missing_words); empty when
+# every word is found. The system prompt stays the same for every question, so the server's
+# cache of it serves the next question too.
+ASK_COVERAGE = (
+    "No excerpt contains these words of the question: {words}. If the question is about "
+    'one of them, no excerpt states the answer: "stated" is "no".\n'
+)
 
 NO_EXCERPTS = "Nothing in the index matched the question, so there is nothing to answer from."
 

@@ -15,6 +15,7 @@ JSON as it arrives, so a client still sees the answer being written.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +26,10 @@ from garage.ask.prompts import NOT_IN_EXCERPTS
 MAX_CITED = 3
 
 
-def answer_schema(excerpts: int) -> dict[str, Any]:
+def answer_schema(excerpts: int, *, stated_only: bool = False) -> dict[str, Any]:
     """The reply's shape when ``excerpts`` numbered excerpts were shown: "stated": "yes", one
     to three excerpt numbers and an answer; or "stated": "no", no excerpt and the refusal.
+    ``stated_only``: the "yes" branch alone, for an answer already judged answerable.
 
     The yes/no comes first because a model asked only for excerpt numbers always names one:
     search returns something for every question, and a number is what the grammar offers
@@ -58,7 +60,40 @@ def answer_schema(excerpts: int) -> dict[str, Any]:
         "required": ["stated", "excerpts", "answer"],
         "additionalProperties": False,
     }
+    if stated_only:
+        return stated
     return {"anyOf": [stated, refused]}
+
+
+# The verdict's value in the reply: where it begins, and the whole of it.
+_STATED_OPEN = re.compile(r'"stated"\s*:\s*"')
+_STATED = re.compile(r'"stated"\s*:\s*"(yes|no)"')
+
+
+def verdict_starts(raw: str, before: int) -> bool:
+    """The verdict's first character is in ``raw[before:]``: the piece just added."""
+    match = _STATED_OPEN.search(raw)
+    return match is not None and before <= match.end() < len(raw)
+
+
+def verdict(raw: str) -> str | None:
+    """ "yes" or "no" once the reply has written its verdict whole."""
+    match = _STATED.search(raw)
+    return match.group(1) if match else None
+
+
+def yes_probability(alternatives: dict[str, float]) -> float | None:
+    """P(yes) / (P(yes) + P(no)) among the likeliest tokens at the verdict's position; None
+    when neither is among them. Tokens are compared without quotes, spaces and case, and a
+    token that only begins the word ("y", "ye") counts for it."""
+    yes = no = 0.0
+    for token, logprob in alternatives.items():
+        word = token.strip().strip('"').strip().lower()
+        if word and "yes".startswith(word):
+            yes += math.exp(logprob)
+        elif word and "no".startswith(word):
+            no += math.exp(logprob)
+    return yes / (yes + no) if yes + no > 0 else None
 
 
 @dataclass(frozen=True)

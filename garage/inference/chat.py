@@ -8,7 +8,7 @@ passes the egress guard with the classes of what it carries.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,8 +75,11 @@ class LocalChatModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
-    ) -> Iterator[Delta]:
-        """The reply piece by piece, under the wall-clock limit; ``cancel`` stops it."""
+        top_logprobs: int | None = None,
+    ) -> Generator[Delta, None, None]:
+        """The reply piece by piece, under the wall-clock limit; ``cancel`` stops it.
+        ``top_logprobs`` asks for each token's likeliest alternatives (``Delta.alternatives``;
+        empty where the server does not give them)."""
         return self.client.chat_stream(
             self.provider,
             self.host,
@@ -89,6 +92,7 @@ class LocalChatModel:
             max_tokens=max_tokens,
             time_limit=self.time_limit,
             cancel=cancel,
+            top_logprobs=top_logprobs,
         )
 
     def complete(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,7 +261,8 @@ class InferenceClient:
         max_tokens: int | None = None,
         time_limit: float | None = None,
         cancel: threading.Event | None = None,
-    ) -> Iterator[Delta]:
+        top_logprobs: int | None = None,
+    ) -> Generator[Delta, None, None]:
         """The reply as the server writes it (SSE, or NDJSON for Ollama), piece by piece.
 
         Stops with GenerationStopped, its connection shut so the server stops too, when
@@ -279,6 +280,7 @@ class InferenceClient:
             max_tokens,
             stream=True,
             json_mode=json_mode,
+            top_logprobs=top_logprobs,
         )
         url = host.rstrip("/") + path
         # Nothing arrives while the server reads a long prompt: the read timeout must not cut

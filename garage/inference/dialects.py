@@ -20,10 +20,13 @@ def chat_body(
     *,
     stream: bool,
     json_mode: bool = False,
+    top_logprobs: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The route and body of a chat request in the provider's dialect. ``json_mode`` asks for
     any JSON object where no schema is given (Ollama ``format: "json"``, llama-server
-    ``json_object``; LM Studio refuses ``json_object``, so it is told in a system message)."""
+    ``json_object``; LM Studio refuses ``json_object``, so it is told in a system message).
+    ``top_logprobs`` asks an OpenAI-compatible server for each token's likeliest
+    alternatives (Ollama is not asked: the caller then goes by the text alone)."""
     copied = [dict(m) for m in messages]
     if provider == "ollama":
         options: dict[str, Any] = {}
@@ -46,6 +49,9 @@ def chat_body(
         body["temperature"] = temperature
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
+    if top_logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = top_logprobs
     if json_schema is not None:
         # Both OpenAI-compatible servers constrain output to a JSON schema (llama-server turns
         # it into a grammar); LM Studio refuses "json_object" but takes "json_schema".

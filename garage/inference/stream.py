@@ -43,6 +43,9 @@ class GenerationStopped(InferenceError):
 class Delta:
     text: str
     finish_reason: str | None = None  # "stop", "length", … on the last piece
+    # When asked for (``top_logprobs``): per token of this piece, the server's likeliest
+    # tokens at that position and their log-probabilities.
+    alternatives: tuple[dict[str, float], ...] = ()
 
 
 def sse_deltas(lines: Iterator[str]) -> Iterator[Delta]:
@@ -63,7 +66,28 @@ def sse_deltas(lines: Iterator[str]) -> Iterator[Delta]:
             text = delta.get("content") or ""
             finish = choice.get("finish_reason")
             if text or finish:
-                yield Delta(text, finish)
+                yield Delta(text, finish, _alternatives(choice.get("logprobs")))
+
+
+def _alternatives(logprobs: Any) -> tuple[dict[str, float], ...]:
+    """OpenAI's ``logprobs.content[].top_logprobs`` as one {token: logprob} per token."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return ()
+    out: list[dict[str, float]] = []
+    for position in logprobs["content"]:
+        top = position.get("top_logprobs") if isinstance(position, dict) else None
+        if not isinstance(top, list):
+            continue
+        out.append(
+            {
+                str(t["token"]): float(t["logprob"])
+                for t in top
+                if isinstance(t, dict)
+                and "token" in t
+                and isinstance(t.get("logprob"), int | float)
+            }
+        )
+    return tuple(out)
 
 
 def ndjson_deltas(lines: Iterator[str]) -> Iterator[Delta]:

@@ -26,6 +26,7 @@ from psycopg.rows import dict_row
 from garage.ask import ask, ask_messages, fit_excerpts
 from garage.ask.citations import read_citations
 from garage.ask.coverage import question_words, rare_words
+from garage.ask.prompts import NOT_IN_EXCERPTS
 from garage.config import GarageConfig
 from garage.inference import EgressGuard, InferenceClient, LocalChatModel
 from garage.inference.stream import GenerationStopped
@@ -81,6 +82,13 @@ def _with_chat(config: GarageConfig, url: str, model: str) -> GarageConfig:
     return changed
 
 
+def _with_ask(config: GarageConfig, **fields: Any) -> GarageConfig:
+    changed = config.model_copy(deep=True)
+    for name, value in fields.items():
+        setattr(changed.ask, name, value)
+    return changed
+
+
 def _model(config: GarageConfig, **fields: Any) -> LocalChatModel:
     model = LocalChatModel.from_config(config)
     for name, value in fields.items():
@@ -124,9 +132,10 @@ def _contract(result: Any) -> None:
 def test_the_answer_streams_piece_by_piece(corpus: McpCorpus) -> None:
     pieces: list[str] = []
     progress: list[tuple[float, float | None, str]] = []
+    # Threshold 0: SmolLM2's verdict is seldom a confident yes, and this is about streaming.
     result = _ask(
-        corpus, corpus.config, ANSWERABLE, limit=3, answer_tokens=64,
-        on_text=pieces.append, on_progress=lambda *p: progress.append(p),
+        corpus, _with_ask(corpus.config, answer_threshold=0.0), ANSWERABLE, limit=3,
+        answer_tokens=64, on_text=pieces.append, on_progress=lambda *p: progress.append(p),
     )  # fmt: skip
     assert len(pieces) > 1
     streamed = read_citations("".join(pieces), len(result.citations))
@@ -253,6 +262,42 @@ def test_the_prompt_names_the_rare_words_no_excerpt_contains(corpus: McpCorpus) 
     # The tutorial is under 200 chunks: only words in none of them are rare (port, listen too).
     assert len(listed) == 1 and "PostgreSQL" in listed[0].split(": ")[1], listed
     assert not any(line.startswith("No excerpt contains") for line in prompts[ANSWERABLE])
+
+
+def test_the_threshold_decides_on_the_models_probability_of_yes(corpus: McpCorpus) -> None:
+    """At 0 every reply is an answer (a "no" is asked again under "yes" alone); above the
+    probability the model gave, the same question is declined before a word is written."""
+    free = _ask(corpus, _with_ask(corpus.config, answer_threshold=0.0), ANSWERABLE, limit=3,
+                answer_tokens=48)  # fmt: skip
+    _contract(free)
+    probability = free.stated_probability
+    assert probability is not None and 0.0 <= probability <= 1.0
+    assert not free.not_in_excerpts and free.cited and free.answer
+    if probability > 0.9:
+        pytest.skip("the model gave yes a probability over 0.9: no room for a threshold above it")
+    # A little above: the same prompt can come back a few thousandths apart (batching).
+    strict = _with_ask(corpus.config, answer_threshold=probability + 0.08)
+    pieces: list[str] = []
+    declined = _ask(corpus, strict, ANSWERABLE, limit=3, answer_tokens=48, on_text=pieces.append)
+    _contract(declined)
+    assert declined.stated_probability == pytest.approx(probability, abs=0.04)
+    assert declined.not_in_excerpts and declined.answer == NOT_IN_EXCERPTS and not pieces
+
+
+def test_excerpts_are_the_sentences_around_the_best_match(corpus: McpCorpus) -> None:
+    config = _with_ask(corpus.config, excerpt_chars=300)
+    result = _ask(corpus, config, ANSWERABLE, limit=4, answer_tokens=16)
+    assert result.citations
+    with psycopg.connect(corpus.url, autocommit=True) as conn:
+        for citation in result.citations:
+            body = citation.excerpt.removeprefix("… ").removesuffix(" …")
+            assert len(body) <= 300
+            content = conn.execute(
+                "SELECT content FROM documents WHERE id = %s", (citation.document_id,)
+            ).fetchone()[0]
+            # The citation's offsets are the excerpt's own place in its document.
+            assert body in content[citation.start_offset : citation.end_offset]
+            assert citation.end_offset - citation.start_offset <= 300
 
 
 # -- Qwen2.5-Coder-1.5B: the citation contract ------------------------------------------------

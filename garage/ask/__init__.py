@@ -251,6 +251,12 @@ def ask(
         notes.append(f"the answer cited {names}, which name no excerpt: dropped")
     if not read.cited and not not_in:
         notes.append("the answer cites no excerpt")
+    chance = generated.stated_probability
+    if not_in and chance is not None and chance < settings.answer_threshold:
+        notes.append(
+            f"the model gave {chance:.2f} that an excerpt states the answer, under "
+            f"ask.answer_threshold {settings.answer_threshold:g}"
+        )
     if generated.finish == "time_limit":
         notes.append(f"the answer was stopped at the time limit ({model.time_limit:g} s)")
     elif generated.finish == "length":

@@ -282,6 +282,7 @@ def test_the_threshold_decides_on_the_models_probability_of_yes(corpus: McpCorpu
     _contract(declined)
     assert declined.stated_probability == pytest.approx(probability, abs=0.04)
     assert declined.not_in_excerpts and declined.answer == NOT_IN_EXCERPTS and not pieces
+    assert any("under ask.answer_threshold" in note for note in declined.notes)
 
 
 def test_excerpts_are_the_sentences_around_the_best_match(corpus: McpCorpus) -> None:

@@ -136,10 +136,13 @@ def test_ask_cites_each_excerpt_it_showed_the_model(corpus: McpCorpus) -> None:
     for citation in result.citations:
         uri, content = documents[citation.document_id]
         assert citation.uri == uri
-        excerpt = citation.excerpt.removesuffix(" …")
-        assert len(excerpt) <= 1200
+        excerpt = citation.excerpt.removeprefix("… ").removesuffix(" …")
+        assert len(excerpt) <= corpus.config.ask.excerpt_chars
         assert excerpt in content[citation.start_offset : citation.end_offset]
-    [body] = transport.bodies
+    # A second request only when the threshold overruled the model's "no": the same prompt.
+    body = transport.bodies[-1]
+    assert len(transport.bodies) in (1, 2)
+    assert all(b["messages"] == body["messages"] for b in transport.bodies)
     prompt = body["messages"][-1]["content"]
     for citation in result.citations:
         assert f"Excerpt [{citation.number}], " in prompt and citation.excerpt in prompt
@@ -156,7 +159,10 @@ def test_ask_shows_fewer_excerpts_when_they_overflow_the_context(corpus: McpCorp
             conn, corpus.config, "functions loops exceptions", limit=20, model=model,
             answer_tokens=32,
         )  # fmt: skip
-    [body] = transport.bodies  # one request, accepted: nothing overflowed
+    # Accepted at once, nothing overflowed (a second request is the same prompt asked again
+    # when the threshold overruled the model's "no").
+    body = transport.bodies[0]
+    assert all(b["messages"] == body["messages"] for b in transport.bodies)
     assert transport.tokenized and model.context_tokens() == 2048
     assert 1 <= len(result.citations) < 20
     assert any("left out to fit" in note for note in result.notes)

@@ -43,6 +43,7 @@ from garage.ask.structured import (
     verdict_starts,
     yes_probability,
 )
+from garage.ask.support import support
 from garage.config import GarageConfig
 from garage.embed.registry import default_model
 from garage.inference import ContextExceeded, EgressRefused, InferenceClient, LocalChatModel
@@ -110,6 +111,9 @@ class AskResult:
     # The model's probability that an excerpt states the answer (from the server's token
     # log-probabilities; None where it gives none), which ``ask.answer_threshold`` decides on.
     stated_probability: float | None = None
+    # The share of the answer's own words that its excerpts hold (garage.ask.support), which
+    # ``ask.min_support`` decides on; None when it was not reckoned (a refusal).
+    support: float | None = None
 
 
 @dataclass(frozen=True)
@@ -246,6 +250,18 @@ def ask(
     if markers and on_text:
         on_text(markers)  # the streamed answer ends with its sources too
     not_in = says_not_in_excerpts(read.text) and not read.cited
+    backing = None
+    if not not_in and read.text.strip() and settings.min_support > 0:
+        # An answer whose own words no excerpt holds came from elsewhere: withdrawn, and
+        # said so after the text a client has already seen streamed.
+        backing = support(question, read.text, [c.excerpt for c in shown])
+        if backing < settings.min_support:
+            notes.append(
+                f"the answer was withdrawn: {backing:.0%} of its own words are in the "
+                f"excerpts, under ask.min_support {settings.min_support:g}"
+            )
+            read = ReadCitations(prompts.NOT_IN_EXCERPTS, [], read.unresolved)
+            not_in = True
     if read.unresolved:
         names = ", ".join(f"[{n}]" for n in read.unresolved)
         notes.append(f"the answer cited {names}, which name no excerpt: dropped")
@@ -277,6 +293,7 @@ def ask(
         first_token_ms=generated.first_token_ms,
         took_ms=_ms_since(started),
         stated_probability=generated.stated_probability,
+        support=backing,
     )
 
 

@@ -303,6 +303,11 @@ class AskConfig(Section):
     # log-probabilities (Ollama) keeps that choice. 0.6: the best worst target on the tuning
     # half of bench/answers.py's paraphrase collection with Qwen2.5-Coder-1.5B (README, MCP).
     answer_threshold: float = Field(default=0.6, ge=0, le=1)
+    # An answer is withdrawn ("Not in the excerpts.", with a note) when less than this share
+    # of its own words — beyond the question's — is in the excerpts shown (garage.ask.support):
+    # a small model near but not at the answer writes from memory or restates the question.
+    # 0 turns the check off.
+    min_support: float = Field(default=0.3, ge=0, le=1)
     # List in the prompt the question's rare words that no excerpt contains
     # (garage.ask.coverage): evidence that search found something near the question rather
     # than about it, but also of a question put in other words than the page's.

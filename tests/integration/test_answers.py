@@ -132,9 +132,11 @@ def _contract(result: Any) -> None:
 def test_the_answer_streams_piece_by_piece(corpus: McpCorpus) -> None:
     pieces: list[str] = []
     progress: list[tuple[float, float | None, str]] = []
-    # Threshold 0: SmolLM2's verdict is seldom a confident yes, and this is about streaming.
+    # Threshold 0 and no support check: SmolLM2's verdict is seldom a confident yes, nor its
+    # answer a reading of the excerpts, and this is about streaming.
     result = _ask(
-        corpus, _with_ask(corpus.config, answer_threshold=0.0), ANSWERABLE, limit=3,
+        corpus, _with_ask(corpus.config, answer_threshold=0.0, min_support=0.0), ANSWERABLE,
+        limit=3,
         answer_tokens=64, on_text=pieces.append, on_progress=lambda *p: progress.append(p),
     )  # fmt: skip
     assert len(pieces) > 1
@@ -267,8 +269,11 @@ def test_the_prompt_names_the_rare_words_no_excerpt_contains(corpus: McpCorpus) 
 def test_the_threshold_decides_on_the_models_probability_of_yes(corpus: McpCorpus) -> None:
     """At 0 every reply is an answer (a "no" is asked again under "yes" alone); above the
     probability the model gave, the same question is declined before a word is written."""
-    free = _ask(corpus, _with_ask(corpus.config, answer_threshold=0.0), ANSWERABLE, limit=3,
-                answer_tokens=48)  # fmt: skip
+    # (No support check: it may withdraw SmolLM2's answer, and this is about the verdict.)
+    free = _ask(
+        corpus, _with_ask(corpus.config, answer_threshold=0.0, min_support=0.0), ANSWERABLE,
+        limit=3, answer_tokens=48,
+    )  # fmt: skip
     _contract(free)
     probability = free.stated_probability
     assert probability is not None and 0.0 <= probability <= 1.0
@@ -276,7 +281,7 @@ def test_the_threshold_decides_on_the_models_probability_of_yes(corpus: McpCorpu
     if probability > 0.9:
         pytest.skip("the model gave yes a probability over 0.9: no room for a threshold above it")
     # A little above: the same prompt can come back a few thousandths apart (batching).
-    strict = _with_ask(corpus.config, answer_threshold=probability + 0.08)
+    strict = _with_ask(corpus.config, answer_threshold=probability + 0.08, min_support=0.0)
     pieces: list[str] = []
     declined = _ask(corpus, strict, ANSWERABLE, limit=3, answer_tokens=48, on_text=pieces.append)
     _contract(declined)
@@ -344,3 +349,24 @@ def test_qwen_agent_replies_are_calls_or_answers(corpus: McpCorpus, qwen_url: st
     assert steps[0] == "searched for the question"
     if result.stopped == "answer":
         assert steps[-1] == "answered"
+
+
+def test_an_answer_its_excerpts_do_not_hold_is_withdrawn(corpus: McpCorpus) -> None:
+    # A FAKE LM Studio (no token probabilities: its greedy "yes" stands) answers with a
+    # version number found in no excerpt, as a small model answering from memory does.
+    reply = '{"stated": "yes", "excerpts": [1], "answer": "It shipped in version 9.9.9 of Zork."}'
+    state = FakeState(models={"fake"}, reply=reply)
+    with fake_server("lmstudio", state) as url:
+        config = corpus.config.model_copy(deep=True)
+        config.inference.provider, config.inference.model = "lmstudio", "fake"
+        config.inference.lmstudio_host = url
+        pieces: list[str] = []
+        result = _ask(corpus, config, ANSWERABLE, limit=2, on_text=pieces.append)
+        kept = _ask(corpus, _with_ask(config, min_support=0.0), ANSWERABLE, limit=2)
+    _contract(result)
+    assert "9.9.9" in "".join(pieces)  # streamed as it was written, then withdrawn
+    assert result.not_in_excerpts and result.answer == NOT_IN_EXCERPTS and not result.cited
+    assert result.support == 0.0
+    assert any("withdrawn" in note and "ask.min_support" in note for note in result.notes)
+    assert kept.answer.startswith("It shipped in version 9.9.9") and kept.cited == [1]
+    assert kept.support is None and not kept.not_in_excerpts

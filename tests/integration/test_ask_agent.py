@@ -175,6 +175,7 @@ def test_ask_shows_fewer_excerpts_when_they_overflow_the_context(corpus: McpCorp
 
 def test_communications_never_reach_a_model_host_off_this_machine(corpus: McpCorpus) -> None:
     config = _remote(corpus)
+    config.ask.min_support = 0.0  # the fake's "An answer [1]." holds no word of an excerpt
     fake = FakeRemoteModel(["An answer [1]."])
     model = _model(config, fake)
     assert not model.is_loopback

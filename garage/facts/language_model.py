@@ -222,6 +222,15 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
         # resolver should not look for a ```json fence.
         self.set_fence_output(False)
 
+    @property
+    def temperature(self) -> float:
+        """0 under a grammar (llama-server, LM Studio): the same document gives the same facts
+        whichever door asked. Ollama's JSON mode keeps the 0.1 LangExtract's own Ollama
+        provider sent."""
+        if self.chat.provider in ("llama_server", "lmstudio"):
+            return 0.0
+        return EXTRACTION_TEMPERATURE
+
     def messages_for(self, prompt: str) -> list[Message]:
         """The chat turns for one of LangExtract's prompts."""
         chunk = self.framing.chunk_of(prompt) if self.framing is not None else None
@@ -259,9 +268,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
                 messages,
                 corpus_classes={self.corpus_class},
                 json_mode=True,
-                temperature=0.0
-                if self.chat.provider in ("llama_server", "lmstudio")
-                else EXTRACTION_TEMPERATURE,
+                temperature=self.temperature,
                 max_tokens=self.max_tokens,
                 cancel=self.cancel,
             )
@@ -271,9 +278,7 @@ class GarageLanguageModel(BaseLanguageModel):  # type: ignore[misc]
                 messages,
                 corpus_classes={self.corpus_class},
                 json_schema=json_schema,
-                temperature=0.0
-                if self.chat.provider in ("llama_server", "lmstudio")
-                else EXTRACTION_TEMPERATURE,
+                temperature=self.temperature,
                 max_tokens=self.max_tokens,
                 cancel=self.cancel,
             ):

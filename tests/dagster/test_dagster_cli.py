@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,10 @@ from psycopg import sql
 
 from garage.cli.dagster_cmd import group_members
 from tests.integration.ingest_helpers import write_markdown
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFINITIONS = ["-m", "garage_assets.definitions"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 300) -> str:
@@ -78,7 +72,7 @@ def test_up_backfill_materialize_down(migrated_db: str, pg_server_url: str, tmp_
         DAGSTER_HOME=str(home),
     )
     garage = [sys.executable, "-m", "garage.cli"]
-    port = _free_port()
+    port = free_port()
     up: dict[str, object] = {}
     try:
         up = json.loads(_run([*garage, "up", "--detach", "--port", str(port), "--json"], env))

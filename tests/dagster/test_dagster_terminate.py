@@ -18,8 +18,9 @@ from dagster_graphql import DagsterGraphQLClient
 from psycopg import sql
 
 from garage.config import load_config
-from tests.dagster.test_dagster_cli import _free_port, _run
+from tests.dagster.test_dagster_cli import _run
 from tests.integration.ingest_helpers import PROSE, run_ingest
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = 2500
@@ -65,7 +66,7 @@ def test_terminating_a_run_mid_walk_deletes_nothing(
         DAGSTER_HOME=str(home),
     )
     garage = [sys.executable, "-m", "garage.cli"]
-    port = _free_port()
+    port = free_port()
     try:
         _run([*garage, "up", "--detach", "--port", str(port), "--json"], env)
         client = DagsterGraphQLClient("127.0.0.1", port_number=port)

@@ -34,12 +34,18 @@ Two choices keep the model's part both short and repeatable:
   with no model (SmolLM2 made nothing of these short test mails but header lines, every one
   dropped, at a request each).
 - Extraction on llama-server is greedy (temperature 0 under the JSON-schema grammar, see
-  garage/facts/language_model.py), and one document's requests go one at a time: two
-  independent extractions of the same text then get the same reply.
+  garage/facts/language_model.py), and one document's requests go one at a time.
+- Greedy is not enough for the same reply twice: llama-server's logits are not bit-identical
+  across batch shapes, so a prompt whose prefix was cached (the second path finds the first
+  path's prefixes cached) or that shared a batch with another slot's can turn a 135M model's
+  near-tie the other way, and one fact differs. Both paths therefore talk to a SmolLM2 server
+  of this test's own with one slot and no prompt cache: every prompt is read whole, alone, and
+  the same text gets the same reply.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -48,14 +54,16 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import psycopg
+import pytest
 
 from garage.graph.read import graph_labels
+from garage.inference.model_key import key_file
 from garage_assets.definitions import build_definitions
 from garage_assets.partitions import instance_at, register_source
 from tests.conftest import LlamaServers, llama_config
@@ -63,6 +71,7 @@ from tests.integration.cluster_helpers import MAILS as THREAD
 from tests.integration.fault_helpers import garage, run_to_end, snapshot, vectors
 from tests.integration.ingest_helpers import write_docx, write_pptx, write_xlsx
 from tests.material import material
+from tests.servers import cached_model, llama_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = "mixed"
@@ -327,9 +336,21 @@ def test_one_selection_of_every_asset_is_one_job(tmp_path: Path) -> None:
     assert repository.get_implicit_job_def_for_assets(keys) is not None
 
 
+@pytest.fixture
+def repeatable_llama(llama: LlamaServers, tmp_path: Path) -> Iterator[LlamaServers]:
+    """The shared servers, but SmolLM2 for chat on a server of this test's own that reads every
+    prompt whole and alone (one slot, no prompt cache), under the shared servers' key."""
+    args = ["-c", "4096", "-np", "1", "--no-cache-prompt", "--threads", str(os.cpu_count() or 1),
+            "--api-key-file", str(key_file())]  # fmt: skip
+    model = cached_model("SmolLM2-135M-Instruct.Q4_1.gguf")
+    with llama_server(model, llama.chat_model, args, tmp_path / "chat.log") as url:
+        yield dataclasses.replace(llama, chat_url=url)
+
+
 def test_the_dagster_path_builds_the_index_the_cli_builds(
-    migrated_db: str, second_db: str, llama: LlamaServers, tmp_path: Path
+    migrated_db: str, second_db: str, repeatable_llama: LlamaServers, tmp_path: Path
 ) -> None:
+    llama = repeatable_llama
     folder = real_folder(tmp_path / "folder")
     config = tmp_path / "garage.json"
     config.write_text(config_text(llama, folder))

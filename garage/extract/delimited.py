@@ -17,10 +17,11 @@ import csv
 import io
 from pathlib import Path
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec, clean_rows
+from garage.extract import clean_rows
 from garage.extract.office import MAX_COLUMNS, MAX_ROWS
 from garage.extract.tables import markdown_table
 from garage.extract.text import decode
+from garage.extract.types import Extraction, ExtractionError, ExtractorSpec
 
 MAX_READ = 8 * 1024 * 1024  # bytes decoded: far more than MAX_ROWS rows of any sane export
 _DELIMITERS = ",;\t|"

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec, Picture
 from garage.extract.ocr import OCR_LANGUAGE, ocr
+from garage.extract.types import Extraction, ExtractionError, ExtractorSpec, Picture
 
 MAX_PIXELS = 80_000_000  # past this Pillow suspects a decompression bomb; so do we
 

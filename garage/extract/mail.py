@@ -25,15 +25,15 @@ import email.utils
 import plistlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from pathlib import Path
 from typing import Any
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec
+from garage.extract.compose import MailMessage, address_dict, compose
 from garage.extract.html import html_to_text
+from garage.extract.types import Extraction, ExtractionError, ExtractorSpec
 
 # Apple Mail's flags word in the .emlx plist: the bits people ask about.
 _EMLX_FLAG_BITS = {
@@ -50,17 +50,6 @@ _EMLX_FLAG_BITS = {
 _HEADER_NAMES = ("subject", "from", "to", "cc", "date")
 _FIELD = re.compile(rb"[ \t\r\n]*[!-9;-~]+:")  # an RFC 5322 field name and its colon
 _PARSER = BytesParser(policy=policy.default)
-
-
-@dataclass(frozen=True)
-class MailMessage:
-    """One parsed message, ready to become a document."""
-
-    text: str
-    title: str | None
-    metadata: dict[str, object]
-    sender: tuple[str | None, str | None]  # (display name, address)
-    message_id: str | None
 
 
 def extract(path: Path, data: bytes, spec: ExtractorSpec) -> Extraction:
@@ -239,48 +228,6 @@ def parse_message(path: Path, data: bytes) -> MailMessage:
     )
 
 
-def compose(
-    *,
-    headers: dict[str, str],
-    sender: tuple[str | None, str | None],
-    to: list[dict[str, str | None]],
-    cc: list[dict[str, str | None]],
-    date: str | None,
-    body: str,
-    attachments: list[str],
-    message_id: str | None,
-    extra: dict[str, object],
-) -> MailMessage:
-    """A message as a document: the header block, a blank line and the body, with the same
-    metadata whatever the file it came from (RFC 822 or an Outlook ``.msg``).
-
-    ``headers`` holds the display values of subject, from, to, cc and date."""
-    lines = [
-        f"{label}: {value}"
-        for label, value in (
-            ("Subject", headers.get("subject", "")),
-            ("From", headers.get("from", "")),
-            ("To", headers.get("to", "")),
-            ("Cc", headers.get("cc", "")),
-            ("Date", headers.get("date", "")),
-            ("Attachments", ", ".join(attachments)),
-        )
-        if value
-    ]
-    text = "\n".join(lines) + ("\n\n" + body if body else "") + "\n"
-    subject = headers.get("subject") or None
-    metadata: dict[str, object] = {
-        "message_id": message_id,
-        "subject": subject,
-        "from": _address_dict(sender),
-        "to": to,
-        "cc": cc,
-        "date": date,
-        "attachments": attachments,
-    }
-    return MailMessage(text, subject, metadata | extra, sender, message_id)
-
-
 def _header(message: Message, name: str) -> str:
     """A header's decoded value; a header the modern parser chokes on falls back to its raw
     text (with encoded words decoded where possible) rather than failing the message."""
@@ -314,14 +261,10 @@ def _addresses(message: Message, field: str) -> list[dict[str, str | None]]:
     if not value:
         return []
     return [
-        _address_dict((name or None, address.lower() or None))
+        address_dict((name or None, address.lower() or None))
         for name, address in email.utils.getaddresses([value])
         if name or address
     ]
-
-
-def _address_dict(pair: tuple[str | None, str | None]) -> dict[str, str | None]:
-    return {"name": pair[0], "email": pair[1]}
 
 
 def _iso_date(value: str) -> str | None:

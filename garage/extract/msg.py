@@ -9,7 +9,7 @@ and each recipient and attachment is a storage of its own properties.
 ``olefile`` (BSD-2-Clause, maintained) reads the container; the few properties a document needs
 are read here. ``extract-msg`` would do it all, but it is GPL-3.0 and Garage is MIT.
 
-The message becomes the same document an ``.eml`` does (``mail.compose``): subject, from, to,
+The message becomes the same document an ``.eml`` does (``compose.compose``): subject, from, to,
 cc, date and attachment names, then the body — the plain-text body when the message has one,
 else its HTML body as text. A message that has only an RTF body keeps its headers and says so
 in ``metadata["body"]``. Attachments are named, never extracted, as for any mail.
@@ -29,9 +29,9 @@ from email.policy import default as default_policy
 from pathlib import Path
 from typing import Any
 
-from garage.extract import ExtractionError
+from garage.extract.compose import MailMessage, compose
 from garage.extract.html import html_to_text
-from garage.extract.mail import MailMessage, compose
+from garage.extract.types import ExtractionError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 

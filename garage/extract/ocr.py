@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from garage.extract import ExtractionError
+from garage.extract.types import ExtractionError
 
 OCR_TIMEOUT_SECONDS = 120  # a huge scan must not hold the whole source up
 OCR_LANGUAGE = "eng"

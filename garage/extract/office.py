@@ -22,8 +22,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec, clean_rows, clean_title
+from garage.extract import clean_rows, clean_title
 from garage.extract.tables import markdown_table
+from garage.extract.types import Extraction, ExtractionError, ExtractorSpec
 
 MAX_ROWS = 1000  # data rows per sheet: a workbook of raw data is not prose, and chunks cost
 MAX_COLUMNS = 60  # columns per sheet, likewise recorded when cut

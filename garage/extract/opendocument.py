@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec, clean_rows, clean_title
+from garage.extract import clean_rows, clean_title
 from garage.extract.office import MAX_COLUMNS, MAX_ROWS, MAX_UNPACKED
 from garage.extract.tables import markdown_table
+from garage.extract.types import Extraction, ExtractionError, ExtractorSpec
 
 _NS = {
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",

@@ -20,10 +20,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec, clean_rows, clean_title
+from garage.extract import clean_rows, clean_title
 from garage.extract.ocr import OCR_LANGUAGE, OcrDeferred, current_budget, ocr
 from garage.extract.pdfium import PdfiumPages, run_on_share, runs_together
 from garage.extract.tables import markdown_table
+from garage.extract.types import Extraction, ExtractionError, ExtractorSpec
 
 log = logging.getLogger(__name__)
 

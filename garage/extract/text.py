@@ -12,7 +12,7 @@ import datetime as dt
 import re
 from pathlib import Path
 
-from garage.extract import Extraction, ExtractionError, ExtractorSpec
+from garage.extract.types import Extraction, ExtractionError, ExtractorSpec
 
 # Formats that are often misnamed as text, told apart by their first bytes.
 _MAGIC = (

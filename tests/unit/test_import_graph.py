@@ -101,7 +101,6 @@ def test_the_graph_is_read_from_every_module() -> None:
     assert "garage.config" in edges["garage.ingest.pipeline"]
 
 
-@pytest.mark.xfail(strict=True, reason="extract.mail and extract.msg import each other")
 def test_the_library_has_no_import_cycle() -> None:
     edges, _ = _graph()
     assert _cycles(edges) == []

@@ -23,7 +23,8 @@ Choices worth knowing:
 - An Outlook message is known by its bytes (an OLE compound file), not its name: one saved or
   renamed ``.eml``, ``.txt`` or ``.md`` is read as the mail it is (``msg.py``).
 - Images are OCR'd (``image.py``); whether a picture also gets an image chunk is ingest's call
-  (``garage.ingest.pictures``). Messages' ``chat.db`` is a source kind, not an extension.
+  (``garage.ingest.pictures``). Messages' ``chat.db`` is a source kind, not an extension: it
+  is read whole by ``messages.py``, outside this dispatch, one document per chat.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 The document is keyed ``<chat.db path>#<chat GUID>`` and has one chunk per message (chunker
 ``message``), each recording its direction (``sent`` by the owner or ``received``), its sender,
-date and GUID in the chunk's metadata, which search filters on. The database is read whole every
-run (a copy, see ``garage.messages``) — it is one file, and telling which threads changed needs
-their messages — but only threads whose text changed are written, each in its own transaction,
-and chunk reuse keeps every unchanged message's chunk and vectors: a thread that gains a message
-inserts exactly one chunk.
+date and GUID in the chunk's metadata, which search filters on. The database is read whole
+every run (a copy, see ``garage.extract.messages``) — it is one file, and telling which threads
+changed needs their messages — but only threads whose text changed are written, each in its own
+transaction, and chunk reuse keeps every unchanged message's chunk and vectors: a thread that
+gains a message inserts exactly one chunk.
 
 A chat.db that cannot be read (locked, corrupt, of an older schema) is a failure of that root
 only: it is reported, nothing stored from it earlier is touched, and the run is not complete, so
@@ -23,11 +23,11 @@ from typing import Any
 import psycopg
 
 from garage.config import GarageConfig, SourceConfig
+from garage.extract.messages import Chat, MessagesError, database_path, read_chat_database
 from garage.ingest import state
 from garage.ingest.report import IngestReport
 from garage.ingest.run import IngestError, IngestRun, Progress
 from garage.ingest.store import DocumentRecord, NewChunk, sha256_text, store_document
-from garage.messages import Chat, MessagesError, database_path, read_chat_database
 from garage.quality import exceeds_chunk_cap
 from garage.stopping import StopSignal
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from garage import messages
+from garage.extract import messages
 from tests.chatdb import ChatDb
 from tests.integration.ingest_helpers import make_config, rows, run_ingest
 from tests.material import material

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from garage import messages
-from garage.messages import MessagesError, apple_date, attributed_text, read_chat_database
+from garage.extract import messages
+from garage.extract.messages import MessagesError, apple_date, attributed_text, read_chat_database
 from tests.chatdb import ChatDb, apple_time, attributed_body, old_schema_db
 
 

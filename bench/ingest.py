@@ -38,7 +38,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import garage.ingest.run as ingest_run  # noqa: E402
+import garage.ingest.stages as ingest_stages  # noqa: E402
 from garage.config import SourceConfig, load_config  # noqa: E402
 from garage.db import resolve_url  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
@@ -216,13 +216,13 @@ def main() -> None:
     source = config.sources[0]
 
     opened: list[Path] = []
-    real_read = ingest_run.read_bytes
+    real_read = ingest_stages.read_bytes
 
     def counting_read(path: Path, **kwargs):  # type: ignore[no-untyped-def]
         opened.append(path)
         return real_read(path, **kwargs)
 
-    ingest_run.read_bytes = counting_read  # type: ignore[assignment]
+    ingest_stages.read_bytes = counting_read  # type: ignore[assignment]
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             first = None if compared else ingest_source(conn, config, source)
@@ -244,7 +244,7 @@ def main() -> None:
             opened.clear()
             third = ingest_source(conn, config, source)
     finally:
-        ingest_run.read_bytes = real_read  # type: ignore[assignment]
+        ingest_stages.read_bytes = real_read  # type: ignore[assignment]
         _drop(server, url)
         if not args.keep:
             shutil.rmtree(tree, ignore_errors=True)

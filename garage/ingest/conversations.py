@@ -24,9 +24,9 @@ import psycopg
 
 from garage.config import GarageConfig, SourceConfig
 from garage.extract.messages import Chat, MessagesError, database_path, read_chat_database
-from garage.ingest import state
+from garage.ingest import lifecycle, outcomes
 from garage.ingest.report import IngestReport
-from garage.ingest.run import IngestError, IngestRun, Progress
+from garage.ingest.run import IngestRun, Progress
 from garage.ingest.store import DocumentRecord, NewChunk, sha256_text, store_document
 from garage.quality import exceeds_chunk_cap
 from garage.stopping import StopSignal
@@ -50,31 +50,15 @@ def ingest_messages(
     """One pass over every ``chat.db`` of ``source``; ``limit`` caps the chats looked at (a
     limited run is incomplete and deletes nothing)."""
     databases = [database_path(root) for root in source.root_paths()]
-    for database in databases:
-        if not database.exists():
-            raise IngestError(
-                f"source {source.name!r}: {database} does not exist (unmounted or moved?); "
-                "nothing was changed"
-            )
-    run = _MessagesRun(conn, config, source, progress, stop)
-    with run.concluding(force=force):
+    lifecycle.require_present(source, databases)
+    run = lifecycle.begin(conn, config, source, progress, stop)
+    with lifecycle.concluding(run, force=force):
         if _read_databases(run, databases, limit):
-            run.exhausted()
+            lifecycle.exhausted(run)
     return run.report
 
 
-class _MessagesRun(IngestRun):
-    """A run whose row also notes what each chat.db held (chats, messages, orphans)."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.notes: list[str] = []
-
-    def note(self) -> str | None:
-        return "; ".join(self.notes)[:2000] or None
-
-
-def _read_databases(run: _MessagesRun, databases: list[Path], limit: int | None) -> bool:
+def _read_databases(run: IngestRun, databases: list[Path], limit: int | None) -> bool:
     """Store every chat; True only when every database was read and every chat looked at."""
     whole = True
     for database in databases:
@@ -85,24 +69,25 @@ def _read_databases(run: _MessagesRun, databases: list[Path], limit: int | None)
             log.warning("%s", error)
             run.report.errors.append(str(error))
             run.report.failed += 1
-            run.incomplete(f"{database} could not be read")
+            lifecycle.incomplete(run, f"{database} could not be read")
             run.progress("failed", str(database))
             whole = False
             continue
         log.info("%s", chats.summary())
+        # The run's row notes what each chat.db held (chats, messages, orphans).
         run.notes.append(chats.summary())
         stat = database.stat()
         for chat in chats.chats:
             if run.check_stop():
-                run.incomplete(run.stop.reason or "stop requested")
+                lifecycle.incomplete(run, run.stop.reason or "stop requested")
                 return False
             if limit is not None and run.report.seen >= limit:
-                run.incomplete(f"--limit {limit} reached")
+                lifecycle.incomplete(run, f"--limit {limit} reached")
                 return False
             uri = f"{database}#{chat.guid}"
             run.seen.append(uri)
             run.report.seen += 1
-            with run.document(uri, f"{database} ({chat.title})"):
+            with outcomes.document(run, uri, f"{database} ({chat.title})"):
                 _store_chat(run, uri, chat, stat, database)
     return whole
 
@@ -133,7 +118,7 @@ def thread_chunks(chat: Chat, self_label: str) -> tuple[str, list[NewChunk]]:
     return "\n".join(lines), chunks
 
 
-def _store_chat(run: _MessagesRun, uri: str, chat: Chat, stat: Any, database: Path) -> None:
+def _store_chat(run: IngestRun, uri: str, chat: Chat, stat: Any, database: Path) -> None:
     content, chunks = thread_chunks(chat, run.identity.self_name or "Me")
     content_sha = sha256_text(content)
     known = run.known.get(uri)
@@ -151,7 +136,7 @@ def _store_chat(run: _MessagesRun, uri: str, chat: Chat, stat: Any, database: Pa
         # names the limit to raise for a thread the owner wants kept whole.
         reason = f"{len(chunks)} messages, over limits.max_chunks_per_document ({cap})"
         label = f"{database} ({chat.title})"
-        return run.remember(uri, label, "rejected", reason, None, None, drop_older=True)
+        return outcomes.remember(run, uri, label, "rejected", reason, None, None, drop_older=True)
     sent = sum(m.is_from_me for m in chat.messages)
     dates = [m.date for m in chat.messages if m.date is not None]
     # The thread is the owner's correspondence with the others in it; each message's own
@@ -196,7 +181,6 @@ def _store_chat(run: _MessagesRun, uri: str, chat: Chat, stat: Any, database: Pa
             attribution_evidence=evidence,
         )
         result = store_document(run.conn, record, chunks)
-        if uri in run.outcomes:
-            state.clear_outcome(run.conn, run.source_id, uri)
+        outcomes.stored(run, uri)
     run.add_chunk_counts(result.chunks_kept, result.chunks_new, result.chunks_deleted)
     run.count("indexed", uri)

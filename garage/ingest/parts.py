@@ -17,9 +17,10 @@ from urllib.parse import quote
 
 from garage.chunk import chunker_for
 from garage.extract import ExtractionError, ExtractorSpec, extract_parts
-from garage.ingest import state
+from garage.ingest import outcomes, stages
+from garage.ingest.attribution import attribute_file
+from garage.ingest.known import KnownDocument
 from garage.ingest.run import IngestRun
-from garage.ingest.state import KnownDocument
 from garage.ingest.store import delete_documents, new_chunks, sha256_text
 from garage.materialize import is_placeholder
 from garage.printable import printable
@@ -55,9 +56,9 @@ def handle_multipart(run: IngestRun, entry: WalkEntry, spec: ExtractorSpec) -> N
         and all(p.mtime_ns == entry.mtime_ns and p.size_bytes == entry.size for p in parts.values())
     ):
         return run.count("stat_skipped", entry.path_str)
-    if run.judged_before(entry, uri, spec):
+    if outcomes.judged_before(run, entry, uri, spec):
         return run.count("stat_skipped", entry.path_str)
-    data = run.read(entry, uri, is_placeholder(entry))
+    data = stages.read(run, entry, uri, is_placeholder(entry))
     if data is None:
         return
     source_sha = hashlib.sha256(data).hexdigest()
@@ -69,12 +70,12 @@ def handle_multipart(run: IngestRun, entry: WalkEntry, spec: ExtractorSpec) -> N
     try:
         documents = extract_parts(entry.path, data)
     except ExtractionError as error:
-        return run.fail(entry, uri, str(error), source_sha, spec)
+        return outcomes.fail(run, entry, uri, str(error), source_sha, spec)
     except Exception as error:  # an extractor bug must not stop the source
-        return run.crashed(entry, uri, error, source_sha, spec)
+        return outcomes.crashed(run, entry, uri, error, source_sha, spec)
     if not documents:
         _drop(run, parts)
-        return run.reject(entry, uri, "no messages", source_sha, spec)
+        return outcomes.reject(run, entry, uri, "no messages", source_sha, spec)
 
     cap = run.config.limits.max_chunks_per_document
     stored: set[str] = set()
@@ -107,13 +108,25 @@ def handle_multipart(run: IngestRun, entry: WalkEntry, spec: ExtractorSpec) -> N
         chunks_new = new_chunks(chunks, chunker.signature)
         # Each message is its own unit of failure too: a bad one costs only itself, and its
         # older row (still listed in the file's parts) is kept rather than dropped below.
-        with run.document(uri_of_part, f"{entry.path_str}#{key}", source_sha256=source_sha):
-            run.store(entry, uri_of_part, extraction_with_key, source_sha, text, chunks_new)
+        with outcomes.document(
+            run, uri_of_part, f"{entry.path_str}#{key}", source_sha256=source_sha
+        ):
+            attribution = attribute_file(run, entry, extraction_with_key)
+            stages.store(
+                run,
+                entry,
+                uri_of_part,
+                extraction_with_key,
+                attribution,
+                source_sha,
+                text,
+                chunks_new,
+            )
         stored.add(uri_of_part)
     _drop(run, {u: d for u, d in parts.items() if u not in stored})
     if uri in run.outcomes:
         with run.conn.transaction():
-            state.clear_outcome(run.conn, run.source_id, uri)
+            outcomes.stored(run, uri)
     if not stored:
         run.count("rejected", entry.path_str)
 

@@ -2,10 +2,13 @@
 
 One file is stored at a time, one transaction per document, in walk order, so a crash leaves
 every earlier document committed; the next files are extracted meanwhile (``lookahead.py``).
-Most files are decided from a stat and what the database already knows (``state.py``); only
+Most files are decided from a stat and what the database already knows (``known.py``); only
 new or changed files are read, and only the budget's worth of cloud placeholders are
-downloaded. The run's state, the per-document unit of failure and the deletion guard are in
-``run.py``.
+downloaded. Each stage is one call here: ``stages.read``; ``extract``, ``_gate`` and ``_chunk``
+in the worker (``_prepare``); ``attribute_file`` and ``stages.store`` when the file is
+finished. The run's state is ``run.py``, its beginning and end (and the deletion guard)
+``lifecycle.py``, the per-document unit of failure and the outcomes of files that store nothing
+``outcomes.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from garage.chunk import chunker_for
 from garage.config import GarageConfig, SourceConfig
 from garage.extract import Extraction, ExtractionError, extract, extractor_for
 from garage.extract.ocr import OcrBudget, OcrDeferred, ocr_budget
+from garage.ingest import lifecycle, outcomes, stages
+from garage.ingest.attribution import attribute_file
 from garage.ingest.lookahead import DEPTH, Lookahead, lookahead
 from garage.ingest.parts import handle_multipart
 from garage.ingest.pictures import IMAGE_CHUNKER, plan_picture
@@ -80,18 +85,11 @@ def _ingest_source(
         return ingest_messages(
             conn, config, source, limit=limit, force=force, progress=progress, stop=stop
         )
-    roots = source.root_paths()
-    for root in roots:
-        # An unmounted volume looks exactly like a mass deletion: refuse before walking.
-        if not root.exists():
-            raise IngestError(
-                f"source {source.name!r}: root {root} does not exist (unmounted or moved?); "
-                "nothing was changed"
-            )
-    run = IngestRun(conn, config, source, progress, stop)
-    with run.concluding(force=force):
+    roots = lifecycle.require_present(source, source.root_paths(), "root ")
+    run = lifecycle.begin(conn, config, source, progress, stop)
+    with lifecycle.concluding(run, force=force):
         if _walk(run, roots, limit):
-            run.exhausted()
+            lifecycle.exhausted(run)
     return run.report
 
 
@@ -108,14 +106,14 @@ def _walk(run: IngestRun, roots: list[Any], limit: int | None) -> bool:
                 default_excludes=source.default_excludes,
             ):
                 if run.check_stop():
-                    run.incomplete(run.stop.reason or "stop requested")
+                    lifecycle.incomplete(run, run.stop.reason or "stop requested")
                     return False
                 if limit is not None and run.report.seen >= limit:
-                    run.incomplete(f"--limit {limit} reached")
+                    lifecycle.incomplete(run, f"--limit {limit} reached")
                     _finish_ready(run, ahead, 0)  # read within the limit: stored
                     return False
                 if isinstance(item, WalkError):
-                    run.walk_error(item)
+                    outcomes.walk_error(run, item)
                 else:
                     handle_file(run, item, ahead)
                 if not _finish_ready(run, ahead, DEPTH):
@@ -128,7 +126,7 @@ def _finish_ready(run: IngestRun, ahead: Lookahead[_Read], depth: int) -> bool:
     first (what is still in flight is dropped: the document in hand is the one finished)."""
     for read, prepared in ahead.ready(depth):
         if run.check_stop():
-            run.incomplete(run.stop.reason or "stop requested")
+            lifecycle.incomplete(run, run.stop.reason or "stop requested")
             return False
         _finish(run, read, prepared)
     return True
@@ -150,12 +148,12 @@ def handle_file(run: IngestRun, entry: WalkEntry, ahead: Lookahead[_Read]) -> No
         run.report.unsupported += 1
         return
     if spec.multipart:
-        with run.document(uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
+        with outcomes.document(run, uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
             handle_multipart(run, entry, spec)
         return
     run.report.seen += 1
     read = None
-    with run.document(uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
+    with outcomes.document(run, uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
         read = _decide(run, entry, uri, spec)
     if read is not None:
         cap = run.config.limits.max_chunks_per_document
@@ -204,10 +202,10 @@ def _decide(run: IngestRun, entry: WalkEntry, uri: str, spec: Any) -> _Read | No
         if known.size_bytes == entry.size or (placeholder and entry.size == 0):
             run.count("stat_skipped", entry.path_str)
             return None
-    if run.judged_before(entry, uri, spec):
+    if outcomes.judged_before(run, entry, uri, spec):
         run.count("stat_skipped", entry.path_str)
         return None
-    data = run.read(entry, uri, placeholder)
+    data = stages.read(run, entry, uri, placeholder)
     if data is None:
         return None
     source_sha = _sha256(data)
@@ -216,7 +214,7 @@ def _decide(run: IngestRun, entry: WalkEntry, uri: str, spec: Any) -> _Read | No
             refresh_stat(run.conn, known.id, entry.size, entry.mtime_ns)
         run.count("unchanged", entry.path_str)
         return None
-    if run.judged_same_bytes(entry, uri, source_sha, spec):
+    if outcomes.judged_same_bytes(run, entry, uri, source_sha, spec):
         run.count("unchanged", entry.path_str)
         return None
     return _Read(entry, uri, spec, chunker, data, source_sha)
@@ -241,34 +239,48 @@ def _prepare(read: _Read, cap: int, ocr: OcrBudget) -> _Prepared:
         content = printable(plan.content)
         return _Prepared("store", extraction=extraction, content=content, chunks=plan.chunks)
     text = printable(extraction.text)
+    rejected = _gate(text)
+    if rejected:
+        return _Prepared("rejected", rejected)
+    chunks = _chunk(text, chunker, cap)
+    if isinstance(chunks, str):
+        return _Prepared("rejected", chunks)
+    return _Prepared("store", extraction=extraction, content=text, chunks=chunks)
+
+
+def _gate(text: str) -> str | None:
+    """Stage 4, the quality gate: why nobody wrote this text, or None when someone did."""
     if not text.strip():
-        return _Prepared("rejected", "no text")
+        return "no text"
     verdict = assess(text)
-    if not verdict.accepted:
-        return _Prepared("rejected", verdict.reason or "machine text")
+    return None if verdict.accepted else verdict.reason or "machine text"
+
+
+def _chunk(text: str, chunker: Any, cap: int) -> list[NewChunk] | str:
+    """The text's chunks, or why there are too many for one document."""
     chunks = chunker.split(text)
     if exceeds_chunk_cap(len(chunks), cap):
-        reason = f"{len(chunks)} chunks, over limits.max_chunks_per_document ({cap})"
-        return _Prepared("rejected", reason)
-    return _Prepared(
-        "store", extraction=extraction, content=text, chunks=new_chunks(chunks, chunker.signature)
-    )
+        return f"{len(chunks)} chunks, over limits.max_chunks_per_document ({cap})"
+    return new_chunks(chunks, chunker.signature)
 
 
 def _finish(run: IngestRun, read: _Read, prepared: Future[_Prepared]) -> None:
     """Record what the worker made of ``read``, in the document's own transaction."""
     entry, uri, spec, sha = read.entry, read.uri, read.spec, read.source_sha
-    with run.document(uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
+    with outcomes.document(run, uri, entry.path_str, size=entry.size, mtime_ns=entry.mtime_ns):
         done = prepared.result()  # the worker's exception, if it raised, is this file's
         if done.action == "store":
             assert done.extraction is not None
-            run.store(entry, uri, done.extraction, sha, done.content, done.chunks)
+            attribution = attribute_file(run, entry, done.extraction)
+            stages.store(
+                run, entry, uri, done.extraction, attribution, sha, done.content, done.chunks
+            )
         elif done.action == "rejected":
-            run.reject(entry, uri, done.reason, sha, spec)
+            outcomes.reject(run, entry, uri, done.reason, sha, spec)
         elif done.action == "failed":
-            run.fail(entry, uri, done.reason, sha, spec)
+            outcomes.fail(run, entry, uri, done.reason, sha, spec)
         elif done.action == "deferred":  # recorded with no extractor version: read next run
-            run.fail(entry, uri, done.reason, sha)
+            outcomes.fail(run, entry, uri, done.reason, sha)
         else:
             assert done.error is not None
-            run.crashed(entry, uri, done.error, sha, spec)
+            outcomes.crashed(run, entry, uri, done.error, sha, spec)

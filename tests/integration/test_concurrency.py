@@ -25,8 +25,7 @@ import psycopg
 import pytest
 
 from garage.config import GarageConfig
-from garage.ingest import ingest_source
-from garage.ingest import run as run_module
+from garage.ingest import ingest_source, stages
 from garage.ingest.store import DocumentRecord, NewChunk, sha256_text, store_document
 from garage.locks import CORPUS, holder_of, writing
 from tests.conftest import LlamaServers
@@ -375,8 +374,8 @@ def test_a_new_senders_first_mail_failing_does_not_fail_the_next(
     second = mail(folder / "b-second.eml", sender, "More photographs")
     config = GarageConfig.model_validate({"sources": [{"name": "mail", "roots": [str(folder)]}]})
     [source] = config.sources
-    store = fault_on_call(run_module.store_document, 1, real_data_error)
-    monkeypatch.setattr(run_module, "store_document", store)
+    store = fault_on_call(stages.store_document, 1, real_data_error)
+    monkeypatch.setattr(stages, "store_document", store)
     with psycopg.connect(migrated_db, autocommit=True) as conn:
         report = ingest_source(conn, config, source)
         rows = conn.execute(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import garage.ingest.run as run_module
+import garage.ingest.stages as stages
 from garage.ingest import IngestError
 from tests.integration.ingest_helpers import (
     PROSE,
@@ -32,13 +32,13 @@ DOC_PAGE = "usr/share/doc/python3.11/html/_sources/tutorial/controlflow.rst.txt"
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every file ingest reads (a spy around the real read: the bytes still come from disk)."""
     seen: list[Path] = []
-    real = run_module.read_bytes
+    real = stages.read_bytes
 
     def spy(path: Path, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(path)
         return real(path, **kwargs)
 
-    monkeypatch.setattr(run_module, "read_bytes", spy)
+    monkeypatch.setattr(stages, "read_bytes", spy)
     return seen
 
 

@@ -14,9 +14,10 @@ import psycopg
 import pytest
 from dagster import DagsterExecutionInterruptedError
 
+import garage.ingest.attribution as attribution
 import garage.ingest.conversations as conversations
 import garage.ingest.pipeline as pipeline
-import garage.ingest.run as run_module
+import garage.ingest.stages as stages
 from garage.stopping import StopSignal
 from tests.chatdb import ChatDb
 from tests.integration.ingest_helpers import PROSE, make_config, rows, run_ingest
@@ -79,8 +80,8 @@ def test_a_database_error_on_one_note_costs_that_note_only(
 ) -> None:
     config, folder = ten_notes
     before = documents(migrated_db)
-    store = fault_on_call(run_module.store_document, 3, real_data_error)
-    monkeypatch.setattr(run_module, "store_document", store)
+    store = fault_on_call(stages.store_document, 3, real_data_error)
+    monkeypatch.setattr(stages, "store_document", store)
     report = run_ingest(migrated_db, config, "notes")
     assert store.calls["n"] == 10
     assert (report.completed, report.indexed, report.failed, report.deleted) == (True, 9, 1, 0)
@@ -102,13 +103,13 @@ def test_a_database_error_on_one_note_costs_that_note_only(
     )
     assert chunks == 1
     # Tried again on the next run (a database refusal may be gone by then), and stored.
-    monkeypatch.setattr(run_module, "store_document", _real_store)
+    monkeypatch.setattr(stages, "store_document", _real_store)
     again = run_ingest(migrated_db, config, "notes")
     assert (again.indexed, again.failed, again.completed) == (1, 0, True)
     assert rows(migrated_db, "SELECT count(*) FROM ingest_outcomes") == [(0,)]
 
 
-_real_store = run_module.store_document
+_real_store = stages.store_document
 
 
 @pytest.mark.parametrize(
@@ -136,7 +137,7 @@ def test_an_interrupted_walk_deletes_nothing(
         raise interruption
 
     monkeypatch.setattr(
-        run_module, "store_document", fault_on_call(run_module.store_document, 3, interrupt)
+        stages, "store_document", fault_on_call(stages.store_document, 3, interrupt)
     )
     with pytest.raises(type(interruption)):
         run_ingest(migrated_db, config, "notes")
@@ -172,13 +173,13 @@ def test_a_stop_request_ends_the_walk_between_documents(
 ) -> None:
     config, _ = ten_notes
     stop = StopSignal()
-    real = run_module.store_document
+    real = stages.store_document
 
     def store_then_ask_to_stop(conn: Any, record: Any, chunks: Any) -> Any:
         stop.request("terminated (SIGTERM)")  # as the SIGTERM handler does
         return real(conn, record, chunks)
 
-    monkeypatch.setattr(run_module, "store_document", store_then_ask_to_stop)
+    monkeypatch.setattr(stages, "store_document", store_then_ask_to_stop)
     report = run_ingest(migrated_db, config, "notes", stop=stop)
     # The document in hand was finished, then the walk stopped: incomplete, nothing deleted.
     assert (report.indexed, report.completed, report.deleted) == (1, False, 0)
@@ -191,8 +192,8 @@ def test_a_stop_request_ends_the_walk_between_documents(
 
 STAGES = {
     "extract": (pipeline, "extract"),
-    "attribute": (run_module, "attribute"),
-    "store": (run_module, "store_document"),
+    "attribute": (attribution, "attribute"),
+    "store": (stages, "store_document"),
 }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -73,3 +74,40 @@ def echo_json(value: object) -> None:
         raise TypeError(f"cannot serialise {type(obj).__name__}")
 
     click.echo(json.dumps(value, indent=2, default=default, sort_keys=False))
+
+
+class ProgressBars:
+    """One progress bar per stage on stderr, on a terminal only (never under ``--json`` or in
+    a pipe, where it would be noise in what another program reads)."""
+
+    def __init__(self, unit: str, *, quiet: bool):
+        self.unit = unit
+        self.quiet = quiet or not sys.stderr.isatty()
+        self.bars: dict[str, Any] = {}
+
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __call__(self, stage: str, done: int) -> None:
+        """Count ``done`` more for ``stage``, its bar opened on first use."""
+        if self.quiet:
+            return
+        if stage not in self.bars:
+            from tqdm import tqdm
+
+            self.bars[stage] = tqdm(desc=stage, unit=self.unit, leave=False)
+        self.bars[stage].update(done)
+
+    def of(self, stage: str) -> Callable[[int], None] | None:
+        """The counter of one stage, its bar shown at once; None when there is no terminal."""
+        if self.quiet:
+            return None
+        self(stage, 0)
+        return lambda done: self(stage, done)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()

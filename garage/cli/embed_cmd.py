@@ -9,7 +9,14 @@ from dataclasses import asdict
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
+from garage.cli.common import (
+    GarageContext,
+    ProgressBars,
+    echo_json,
+    no_wait_option,
+    user_errors,
+    waiting,
+)
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
@@ -67,7 +74,11 @@ def embed_cmd(
         guard = EgressGuard.from_config(config)
         note_allowlist(guard, data_dir(config) / "egress-allowlist.json")
         client = InferenceClient(guard, timeout=config.inference.timeout_seconds)
-        with connect(url, autocommit=True) as conn, client, _bar(quiet=as_json) as progress:
+        with (
+            connect(url, autocommit=True) as conn,
+            client,
+            ProgressBars(" chunks", quiet=as_json) as bars,
+        ):
             reports = embed(
                 conn,
                 client,
@@ -75,7 +86,7 @@ def embed_cmd(
                 model_names=list(models) or None,
                 source=source,
                 limit=limit,
-                progress=progress,
+                progress=bars.of("embed"),
                 stop=stop,
                 waiting=waiting(no_wait, stop),
             )
@@ -87,24 +98,6 @@ def embed_cmd(
     if stop.requested:
         # Stopped between batches by SIGTERM: what was embedded is kept, the rest waits.
         sys.exit(143)
-
-
-class _bar:
-    def __init__(self, *, quiet: bool):
-        self.quiet = quiet or not sys.stderr.isatty()
-        self.bar = None
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if self.quiet:
-            return None
-        from tqdm import tqdm
-
-        self.bar = tqdm(desc="embed", unit=" chunks", leave=False)
-        return self.bar.update
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 @click.group("models")

@@ -9,7 +9,14 @@ from dataclasses import asdict
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
+from garage.cli.common import (
+    GarageContext,
+    ProgressBars,
+    echo_json,
+    no_wait_option,
+    user_errors,
+    waiting,
+)
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
@@ -80,7 +87,11 @@ def enrich_facts_cmd(
         guard = EgressGuard.from_config(config)
         note_allowlist(guard, data_dir(config) / "egress-allowlist.json")
         client = InferenceClient(guard, timeout=config.inference.timeout_seconds)
-        with connect(url, autocommit=True) as conn, client, _bar(quiet=as_json) as progress:
+        with (
+            connect(url, autocommit=True) as conn,
+            client,
+            ProgressBars(" documents", quiet=as_json) as bars,
+        ):
             report = enrich_facts(
                 conn,
                 config,
@@ -91,7 +102,7 @@ def enrich_facts_cmd(
                 model=model,
                 provider=provider,
                 limit=limit,
-                progress=progress,
+                progress=bars.of("facts"),
                 stop=stop,
                 waiting=waiting(no_wait, stop),
             )
@@ -103,24 +114,6 @@ def enrich_facts_cmd(
             click.echo(f"  {line}", err=True)
     if stop.requested:
         sys.exit(143)
-
-
-class _bar:
-    def __init__(self, *, quiet: bool):
-        self.quiet = quiet or not sys.stderr.isatty()
-        self.bar = None
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if self.quiet:
-            return None
-        from tqdm import tqdm
-
-        self.bar = tqdm(desc="facts", unit=" documents", leave=False)
-        return self.bar.update
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 @click.group("facts")

@@ -11,7 +11,14 @@ from typing import Any
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
+from garage.cli.common import (
+    GarageContext,
+    ProgressBars,
+    echo_json,
+    no_wait_option,
+    user_errors,
+    waiting,
+)
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
@@ -30,27 +37,6 @@ def graph_errors() -> Iterator[None]:
         raise click.ClickException(str(error)) from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None
-
-
-class _Bars:
-    """One progress bar per stage, on a terminal only."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet or not sys.stderr.isatty()
-        self.bars: dict[str, Any] = {}
-
-    def __call__(self, stage: str, done: int) -> None:
-        if self.quiet:
-            return
-        from tqdm import tqdm
-
-        if stage not in self.bars:
-            self.bars[stage] = tqdm(desc=stage, unit=" facts", leave=False)
-        self.bars[stage].update(done)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
 
 
 @click.command("cluster-facts")
@@ -76,7 +62,7 @@ def cluster_facts_cmd(
     from garage.stopping import stop_on_sigterm
 
     config = obj.config()
-    bars = _Bars(as_json)
+    bars = ProgressBars(" facts", quiet=as_json)
     graph: dict[str, Any] | str | None = None
     with user_errors(), graph_errors(), stop_on_sigterm() as stop:
         url = resolve_url(config)

@@ -101,22 +101,14 @@ def sources_add(
 def _counts(config: GarageConfig) -> dict[str, dict[str, object]]:
     """Per-source counts from the database, when it is running and migrated; else nothing."""
     from garage.db import connect, resolve_url
+    from garage.ingest.totals import all_source_totals
 
     try:
         url = resolve_url(config, start=False)
         with connect(url) as conn:
-            rows = conn.execute(
-                "SELECT s.name,"
-                " (SELECT count(*) FROM documents d WHERE d.source_id = s.id) AS documents,"
-                " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
-                "   WHERE d.source_id = s.id) AS chunks,"
-                " (SELECT max(finished_at)::text FROM ingest_runs r WHERE r.source_id = s.id)"
-                "   AS last_ingest"
-                " FROM sources s"
-            ).fetchall()
+            return all_source_totals(conn)
     except Exception:  # no server, not migrated, unreachable: the counts are optional
         return {}
-    return {row["name"]: {k: v for k, v in row.items() if k != "name"} for row in rows}
 
 
 @sources_group.command("list")

@@ -1,4 +1,9 @@
-"""The ``garage`` command: a click group whose subcommands live in one module each."""
+"""The ``garage`` command: a click group whose subcommands live in one module each.
+
+Commands of the layers above the library (the Dagster layer's ``garage up`` and ``garage
+down``) are added through the ``garage.cli`` entry points (pyproject.toml): the library
+names none of them.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,8 @@ import click
 
 from garage import __version__
 from garage.cli.ask_cmd import ask_cmd
-from garage.cli.common import GarageContext
+from garage.cli.common import GarageContext, extensions
 from garage.cli.config_cmd import config_group
-from garage.cli.dagster_cmd import dagster_cmd, down_cmd
 from garage.cli.db_cmd import db_group
 from garage.cli.embed_cmd import embed_cmd, models_group
 from garage.cli.eval_cmd import eval_cmd
@@ -23,7 +27,30 @@ from garage.cli.search_cmd import search_cmd
 from garage.cli.sources_cmd import sources_group
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Garage(click.Group):
+    """The group, with the extensions' commands added the first time it is asked for one.
+
+    Not at import: an extension's module imports ``garage.cli`` itself, and would find it
+    half made."""
+
+    _extended = False
+
+    def _extend(self) -> None:
+        if not self._extended:
+            self._extended = True
+            for register in extensions("garage.cli"):
+                register(self)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._extend()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._extend()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=_Garage, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="garage")
 @click.option(
     "--config",
@@ -47,9 +74,6 @@ cli.add_command(config_group)
 cli.add_command(sources_group)
 cli.add_command(db_group)
 cli.add_command(ingest_cmd)
-cli.add_command(dagster_cmd)
-cli.add_command(dagster_cmd, name="up")
-cli.add_command(down_cmd)
 cli.add_command(embed_cmd)
 cli.add_command(models_group)
 cli.add_command(ask_cmd)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,13 @@ class ProgressBars:
     def close(self) -> None:
         for bar in self.bars.values():
             bar.close()
+
+
+def extensions(group: str) -> list[Any]:
+    """What the installed packages registered under the entry-point ``group``, loaded.
+
+    The layers above the library (the Dagster layer) add to the ``garage`` command this way:
+    ``garage.cli`` entries take the click group and add their commands, ``garage.sources``
+    entries are told when ``garage sources`` adds or removes a source. Installing the project
+    (``pip install -e .``) records them."""
+    return [entry.load() for entry in sorted(entry_points(group=group), key=lambda e: e.name)]

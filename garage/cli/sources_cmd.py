@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from garage.cli.common import GarageContext, echo_json, user_errors
-from garage.config import ConfigError, SourceConfig, dagster_home, save_config
+from garage.cli.common import GarageContext, echo_json, extensions, user_errors
+from garage.config import ConfigError, SourceConfig, save_config
 from garage.config.model import GarageConfig
 
 
@@ -16,26 +16,10 @@ def sources_group() -> None:
     """Add, list and remove the folders, mail stores and chat databases Garage indexes."""
 
 
-def _register_partition(config: GarageConfig, name: str, *, add: bool) -> str:
-    # Imported here: the library and the rest of the CLI do not need Dagster loaded.
-    from garage.orchestrator import storage_problem
-    from garage_assets.partitions import instance_at, register_source, unregister_source
-
-    home = dagster_home(config)
-    verb = "registered" if add else "removed"
-    later = "`garage up` or the partitions sensor will"
-    problem = storage_problem(home)
-    if problem:
-        return f"partition not {verb} in {home} now: {problem}; {later}"
-    try:
-        with instance_at(home) as instance:
-            changed = register_source(instance, name) if add else unregister_source(instance, name)
-    except Exception as error:  # the instance's PostgreSQL is down, its file is damaged, …
-        # The config is already saved, and the partitions sensor (or the next `garage up`)
-        # brings the partitions in step with it: say so rather than fail the command.
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        return f"partition not {verb} in {home} now ({type(error).__name__}: {first_line}); {later}"
-    return f"partition {verb} in {home}" if changed else ""
+def _source_changed(config: GarageConfig, name: str, *, add: bool) -> list[str]:
+    """Tell the layers that keep something per source (the Dagster layer's partitions, through
+    the ``garage.sources`` entry points) that ``name`` was added or removed; their notes."""
+    return [note for hook in extensions("garage.sources") if (note := hook(config, name, add=add))]
 
 
 @sources_group.command("add")
@@ -92,9 +76,9 @@ def sources_add(
         updated = config.model_copy(update={"sources": [*config.sources, source]})
         updated = GarageConfig.model_validate(updated.model_dump())
         save_config(updated, obj.path)
-    note = _register_partition(updated, name, add=True)
+    notes = _source_changed(updated, name, add=True)
     click.echo(f"added source {name} ({kind}, {len(source.roots)} root(s)) to {obj.path}")
-    if note:
+    for note in notes:
         click.echo(note)
 
 
@@ -154,7 +138,7 @@ def sources_remove(obj: GarageContext, name: str) -> None:
     updated = config.model_copy(update={"sources": [s for s in config.sources if s.name != name]})
     with user_errors():
         save_config(updated, obj.path)
-    note = _register_partition(updated, name, add=False)
+    notes = _source_changed(updated, name, add=False)
     click.echo(f"removed source {name} from {obj.path}")
-    if note:
+    for note in notes:
         click.echo(note)

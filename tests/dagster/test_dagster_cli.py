@@ -16,7 +16,7 @@ import dagster as dg
 import psycopg
 from psycopg import sql
 
-from garage.cli.dagster_cmd import group_members
+from garage_assets.commands import group_members
 from tests.integration.ingest_helpers import write_markdown
 from tests.servers import free_port
 

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from garage.cli import cli
-from garage.cli.dagster_cmd import group_members
+from garage_assets.commands import group_members
 from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

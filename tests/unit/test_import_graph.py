@@ -12,8 +12,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "garage"
 FORBIDDEN = ("garage_assets", "resources", "sensors", "dagster")
@@ -111,7 +109,6 @@ def test_a_cycle_would_be_found() -> None:
     assert _cycles(edges) == [["a", "b", "c"]]
 
 
-@pytest.mark.xfail(strict=True, reason="the Dagster commands are still in garage.cli")
 def test_the_library_imports_nothing_of_the_dagster_layer() -> None:
     _, every = _graph()
     offending = {

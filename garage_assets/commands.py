@@ -1,4 +1,10 @@
-"""``garage dagster`` (also ``garage up``) and ``garage down``: the Dagster UI and daemon.
+"""The Dagster layer's part of the ``garage`` command: ``garage dagster`` (also ``garage up``),
+``garage down``, and the ``sources`` partition kept in step when ``garage sources add`` or
+``remove`` changes the config.
+
+The library's click group names none of this: it loads what the ``garage.cli`` and
+``garage.sources`` entry points (pyproject.toml) point at, so ``garage/`` imports nothing of
+Dagster's layer, and Dagster itself is imported only when one of these commands runs.
 
 ``garage_assets.ui`` runs the webserver (behind the loopback guard: Host and Origin checked)
 and the daemon (sensors, schedules, the run queue) with ``DAGSTER_HOME`` inside Garage's data
@@ -210,3 +216,34 @@ def down_cmd(obj: GarageContext, as_json: bool) -> None:
         click.echo(json.dumps({"stopped": stopped, "pid": pid}))
     else:
         click.echo(f"stopped Dagster (pid {pid})" if stopped else "Dagster was not running")
+
+
+def source_partition(config: GarageConfig, name: str, *, add: bool) -> str:
+    """Add or remove source ``name``'s partition after the config changed; a note to print
+    (empty when nothing needed saying). Called through the ``garage.sources`` entry point."""
+    # Imported here: `garage sources` does not need Dagster loaded until now.
+    from garage.orchestrator import storage_problem
+    from garage_assets.partitions import instance_at, register_source, unregister_source
+
+    home = dagster_home(config)
+    verb = "registered" if add else "removed"
+    later = "`garage up` or the partitions sensor will"
+    problem = storage_problem(home)
+    if problem:
+        return f"partition not {verb} in {home} now: {problem}; {later}"
+    try:
+        with instance_at(home) as instance:
+            changed = register_source(instance, name) if add else unregister_source(instance, name)
+    except Exception as error:  # the instance's PostgreSQL is down, its file is damaged, …
+        # The config is already saved, and the partitions sensor (or the next `garage up`)
+        # brings the partitions in step with it: say so rather than fail the command.
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"partition not {verb} in {home} now ({type(error).__name__}: {first_line}); {later}"
+    return f"partition {verb} in {home}" if changed else ""
+
+
+def register(cli: click.Group) -> None:
+    """Add the Dagster commands to the ``garage`` group (the ``garage.cli`` entry point)."""
+    cli.add_command(dagster_cmd)
+    cli.add_command(dagster_cmd, name="up")
+    cli.add_command(down_cmd)

@@ -33,10 +33,6 @@ class StopSignal:
         self.event.set()
 
 
-class Stopped(Exception):
-    """Raised by long work that stopped because it was asked to; carries the reason."""
-
-
 @contextmanager
 def stop_on_signal(signum: int, reason: str) -> Iterator[StopSignal]:
     """Turn ``signum`` into a stop request for the duration of the block.

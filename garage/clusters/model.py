@@ -115,12 +115,6 @@ class Group:
         self.members.append(node)
         self.total = self.total + node.vector
 
-    def remove(self, fact_ids: set[int]) -> None:
-        self.members = [m for m in self.members if m.fact_id not in fact_ids]
-        self.total = np.zeros_like(self.seed)
-        for member in self.members:
-            self.total = self.total + member.vector
-
     @property
     def members_sha256(self) -> str:
         ids = ",".join(str(i) for i in sorted(m.fact_id for m in self.members))

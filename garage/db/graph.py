@@ -16,12 +16,6 @@ from garage.db.introspect import available_extensions
 GRAPH_NAME = "garage"
 
 
-def load_age(conn: psycopg.Connection[Any]) -> None:
-    """Make cypher() usable on this connection."""
-    conn.execute("LOAD 'age'")
-    conn.execute('SET search_path = ag_catalog, "$user", public')
-
-
 def ensure_graph(conn: psycopg.Connection[Any]) -> str:
     """Create the extension and the graph when the server has AGE; say what happened."""
     if "age" not in available_extensions(conn):

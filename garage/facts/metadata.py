@@ -43,10 +43,6 @@ def is_thread(metadata: dict[str, Any]) -> bool:
     return "chat_guid" in metadata and "participants" in metadata
 
 
-def applies(metadata: dict[str, Any]) -> bool:
-    return is_mail(metadata) or is_thread(metadata)
-
-
 class PersonKeys:
     """Keys people by their ``authors`` row where one matches their address."""
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import psycopg
 
-from garage.db.graph import GRAPH_NAME
 from garage.db.introspect import available_extensions
 
 ABSENT = (
@@ -43,10 +42,3 @@ def age_session(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[An
 def _missing(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'age'").fetchone()
     return row is None
-
-
-def graph_exists(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM ag_catalog.ag_graph WHERE name = %s", (GRAPH_NAME,)
-    ).fetchone()
-    return row is not None

@@ -30,7 +30,6 @@ from psycopg import sql
 from garage.config.model import SearchConfig
 
 FUSIONS = ("rrf", "convex")
-NORMALIZATIONS = ("zscore", "minmax")
 
 _RRF = """
     fused AS (

@@ -3,12 +3,11 @@
 ``emb_<slug>`` and ``potential_fact_emb_<slug>`` (one of each per embedding model) carry
 ``AutomationCondition.eager()``: when a source's ``chunks`` (or ``potential_facts``) partition
 is materialized, the automation sensor requests the same partition of the vectors, once
-nothing upstream is missing or in progress. An asset that sets its own condition keeps it.
+nothing upstream is missing or in progress. Each asset declares its own condition where it is
+defined; ``potential_facts`` follows ingest only when ``facts.automatic`` says so.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable, Sequence
 
 import dagster as dg
 
@@ -20,25 +19,6 @@ DOWNSTREAM_PREFIXES: tuple[str, ...] = (
     "potential_fact_emb_",
     "distilled_facts",
 )
-
-
-def follow_upstream_condition() -> dg.AutomationCondition:
-    return dg.AutomationCondition.eager()
-
-
-def _follows(spec: dg.AssetSpec) -> dg.AssetSpec:
-    if spec.automation_condition is not None:
-        return spec
-    if not spec.key.path[-1].startswith(DOWNSTREAM_PREFIXES):
-        return spec
-    return spec.replace_attributes(automation_condition=follow_upstream_condition())
-
-
-def follow_upstream(
-    assets: Iterable[dg.AssetsDefinition | dg.AssetSpec],
-) -> Sequence[dg.AssetsDefinition | dg.AssetSpec]:
-    """The same assets, the downstream ones (see ``DOWNSTREAM_PREFIXES``) made eager."""
-    return dg.map_asset_specs(_follows, list(assets))
 
 
 # The sensor that evaluates every condition. Declared here, RUNNING by default, because the

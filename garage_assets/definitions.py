@@ -9,7 +9,7 @@ from dagster._utils.schedules import is_valid_cron_string  # internal: Dagster i
 
 from garage.config import ConfigError, GarageConfig, load_config
 from garage.config.model import ScheduleConfig
-from garage_assets.automation import automation_sensor, follow_upstream
+from garage_assets.automation import automation_sensor
 from garage_assets.checks import facts_checks, ingest_checks
 from garage_assets.embeddings import embedding_assets
 from garage_assets.facts import build_potential_facts
@@ -57,12 +57,16 @@ def _schedule_settings(config: GarageConfig | None) -> ScheduleConfig:
 def build_definitions(config: GarageConfig | None) -> dg.Definitions:
     """Everything the code location holds, from the config read once (None: a broken one)."""
     settings = _schedule_settings(config)
-    # Assets downstream of chunks (emb_<slug>, potential_fact_emb_<slug>) follow their
-    # upstream through an eager condition.
-    assets = follow_upstream([ingest, *embedding_assets(config)])
-    # Not through follow_upstream: facts follow ingest only when facts.automatic says so.
+    # emb_<slug> and potential_fact_emb_<slug> follow their upstream through the eager
+    # condition they are defined with; facts follow ingest only when facts.automatic says so;
     # distilled_facts and graph are unpartitioned and on demand (see garage_assets.graph).
-    assets = [*assets, build_potential_facts(config), build_distilled_facts(config), graph]
+    assets = [
+        ingest,
+        *embedding_assets(config),
+        build_potential_facts(config),
+        build_distilled_facts(config),
+        graph,
+    ]
     return dg.Definitions(
         assets=assets,
         asset_checks=[*ingest_checks, *facts_checks],

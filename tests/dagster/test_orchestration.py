@@ -10,12 +10,15 @@ import dagster as dg
 import psycopg
 from dagster._core.test_utils import create_run_for_test
 
-from garage_assets.automation import follow_upstream
+from garage.config import GarageConfig
+from garage.embed.registry import configured_models
 from garage_assets.checks import ingest_checks
 from garage_assets.definitions import defs
+from garage_assets.embeddings import embedding_asset
 from garage_assets.ingest import ingest
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
+from resources.inference import EgressGuardResource, InferenceResource
 from sensors.changes import build_source_changes_sensor
 from sensors.schedules import build_incremental_schedule
 from tests.integration.ingest_helpers import write_docx, write_markdown
@@ -219,20 +222,22 @@ def test_downstream_assets_follow_chunks_eagerly(migrated_db: str, tmp_path: Pat
     config = _config(tmp_path, "notes")
     database = DatabaseResource(config_file=str(config), database_url=migrated_db)
 
-    @dg.asset(partitions_def=sources_partitions, deps=["chunks"])
-    def emb_probe(context) -> None:  # type: ignore[no-untyped-def]  # (a string annotation is refused)
-        context.log.info(f"would embed {context.partition_key}")
-
-    assets = follow_upstream([ingest, emb_probe])
+    # The vectors asset as the definitions build it, for the default config's model.
+    [model] = [m for m in configured_models(GarageConfig()) if m.is_default]
+    assets = [ingest, embedding_asset(model)]
+    emb_probe = f"emb_{model.slug}"
     conditions = {
         key.to_user_string(): spec.automation_condition
         for a in assets if isinstance(a, dg.AssetsDefinition)
         for key, spec in ((s.key, s) for s in a.specs)
     }  # fmt: skip
-    assert conditions["documents"] is None and conditions["emb_probe"] is not None
+    assert conditions["documents"] is None and conditions[emb_probe] is not None
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("sources", ["notes"])
-        definitions = dg.Definitions(assets=assets, resources={"database": database})
+        inference = InferenceResource(egress=EgressGuardResource())
+        definitions = dg.Definitions(
+            assets=assets, resources={"database": database, "inference": inference}
+        )
         before = dg.evaluate_automation_conditions(defs=definitions, instance=instance)
         assert before.total_requested == 0  # chunks missing: nothing to follow yet
         assert _materialize(database, instance).success
@@ -244,4 +249,4 @@ def test_downstream_assets_follow_chunks_eagerly(migrated_db: str, tmp_path: Pat
             for r in after.results
             for partition in r.true_subset.expensively_compute_partition_keys()
         }
-        assert requested == {("emb_probe", "notes")}
+        assert requested == {(emb_probe, "notes")}

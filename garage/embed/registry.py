@@ -2,16 +2,15 @@
 
 Chunks are model-agnostic; each model keeps its vectors in a table of its own, keyed on the
 chunk (``ON DELETE CASCADE``, so a deleted chunk takes its vectors with it) and indexed with
-HNSW. Registering a model creates its table — never by hand — and a model whose vectors would
-no longer mean the same thing (other dimensions, distance or model id under the same name) is
-refused rather than silently mixed with the old vectors.
+HNSW. Registering a model creates its tables (``tables.py``) — never by hand — and a model whose
+vectors would no longer mean the same thing (other dimensions, distance or model id under the
+same name) is refused rather than silently mixed with the old vectors.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -21,54 +20,17 @@ from psycopg.rows import dict_row
 from garage.config import EmbeddingModelConfig, GarageConfig
 from garage.db.connect import scalar
 from garage.embed.inputs import SIGNATURES
+from garage.embed.model import RegisteredModel
+from garage.embed.tables import ensure_tables
 
 log = logging.getLogger(__name__)
 
 # pgvector's HNSW indexes `vector` columns of at most 2,000 dimensions.
 MAX_INDEXED_DIMENSIONS = 2000
 
-_OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "inner_product": "vector_ip_ops"}
-# The pgvector operator whose ascending order is "nearest first" for each distance.
-DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
-
 
 class RegistryError(Exception):
     """A model cannot be registered as configured; the message names the model and the fix."""
-
-
-@dataclass(frozen=True)
-class RegisteredModel:
-    name: str
-    slug: str
-    provider: str
-    host: str
-    model_id: str
-    dimensions: int
-    modality: str  # 'text' | 'image'
-    distance: str
-    binary_quantization: bool
-    is_default: bool
-    # The embedding input's signature (garage/embed/inputs.py): "chunk" or "context:v1".
-    input: str = "chunk"
-
-    @property
-    def table(self) -> str:
-        return f"emb_{self.slug}"
-
-    @property
-    def fact_table(self) -> str:
-        """Where this model keeps the vectors of potential facts' chunks, keyed on the fact.
-        Cut to PostgreSQL's 63-character identifier limit, as the server would cut it."""
-        return f"potential_fact_emb_{self.slug}"[:63]
-
-    @property
-    def distilled_table(self) -> str:
-        """Where this model keeps the vectors of distilled facts (``fact_emb_<slug>``)."""
-        return f"fact_emb_{self.slug}"[:63]
-
-    @property
-    def operator(self) -> str:
-        return DISTANCE_OPERATOR[self.distance]
 
 
 def slugify(name: str) -> str:
@@ -155,7 +117,7 @@ def register_models(conn: psycopg.Connection[Any], config: GarageConfig) -> list
                     model.input,
                 ),
             )
-            _create_table(conn, model)
+            ensure_tables(conn, model)
     return models
 
 
@@ -192,133 +154,6 @@ def _check_compatible(old: RegisteredModel, new: RegisteredModel) -> None:
                 "new name (it gets a new table), or remove the old one with "
                 f"`garage models remove {new.name}`"
             )
-
-
-def _create_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
-    table = sql.Identifier(model.table)
-    conn.execute(
-        sql.SQL(
-            """
-            CREATE TABLE IF NOT EXISTS {table} (
-                chunk_id    bigint PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
-                embedding   vector({dims}) NOT NULL,
-                -- The chunk was longer than the model's context and was cut to fit.
-                truncated   boolean NOT NULL DEFAULT false,
-                embedded_at timestamptz NOT NULL DEFAULT now()
-            )
-            """
-        ).format(table=table, dims=sql.Literal(model.dimensions))
-    )
-    _add_input_hash(conn, model)
-    opclass = sql.SQL(_OPCLASS[model.distance])
-    if model.binary_quantization:
-        # Hamming distance over the sign bits; search re-ranks the candidates by full vectors.
-        index = sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
-            "((binary_quantize(embedding)::bit({dims})) bit_hamming_ops)"
-        ).format(
-            name=sql.Identifier(f"{model.table}_hnsw_bq"),
-            table=table,
-            dims=sql.Literal(model.dimensions),
-        )
-    else:
-        index = sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {opclass})"
-        ).format(name=sql.Identifier(f"{model.table}_hnsw"), table=table, opclass=opclass)
-    conn.execute(index)
-    _create_fact_table(conn, model)
-    _create_distilled_table(conn, model)
-
-
-def _create_distilled_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
-    """``fact_emb_<slug>``: distilled facts' vectors (migration 008 makes it for the models
-    registered before it). Nothing is embedded for them: the clustering model's row is the
-    group's centroid (and seed), any other model's the mean of its nodes' vectors there."""
-    table = sql.Identifier(model.distilled_table)
-    conn.execute(
-        sql.SQL(
-            """
-            CREATE TABLE IF NOT EXISTS {table} (
-                distilled_fact_id bigint PRIMARY KEY
-                    REFERENCES distilled_facts (id) ON DELETE CASCADE,
-                embedding  vector({dims}) NOT NULL,
-                seed       vector({dims}),
-                updated_at timestamptz NOT NULL DEFAULT now()
-            )
-            """
-        ).format(table=table, dims=sql.Literal(model.dimensions))
-    )
-    if not model.binary_quantization:
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {op})"
-            ).format(
-                name=sql.Identifier(f"fe_{model.slug}_hnsw"),
-                table=table,
-                op=sql.SQL(_OPCLASS[model.distance]),
-            )
-        )
-
-
-def _add_input_hash(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
-    """``input_sha256``: the hash of what was embedded, the key the backfill reuses a vector by.
-    A table made before it gets the column here; its vectors were made from the chunk's text
-    alone, so under the ``chunk`` input their key is the chunk's ``text_sha256``."""
-    table = sql.Identifier(model.table)
-    present = scalar(
-        conn,
-        "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(%s)"
-        " AND attname = 'input_sha256' AND NOT attisdropped",
-        (model.table,),
-    )
-    if not present:
-        conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN input_sha256 text").format(table))
-        if model.input == "chunk":
-            conn.execute(
-                sql.SQL(
-                    "UPDATE {t} e SET input_sha256 = c.text_sha256 FROM chunks c"
-                    " WHERE c.id = e.chunk_id"
-                ).format(t=table)
-            )
-    conn.execute(
-        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (input_sha256)").format(
-            sql.Identifier(f"{model.table}_input_idx"), table
-        )
-    )
-
-
-def _create_fact_table(conn: psycopg.Connection[Any], model: RegisteredModel) -> None:
-    """``potential_fact_emb_<slug>``: the vectors of fact chunks, on an index of their own, so
-    search takes the nearest facts and the nearest passages separately (migration 006 makes
-    the same table for models registered before it)."""
-    table = sql.Identifier(model.fact_table)
-    conn.execute(
-        sql.SQL(
-            """
-            CREATE TABLE IF NOT EXISTS {table} (
-                fact_id     bigint PRIMARY KEY REFERENCES facts (id) ON DELETE CASCADE,
-                chunk_id    bigint NOT NULL UNIQUE REFERENCES chunks (id) ON DELETE CASCADE,
-                embedding   vector({dims}) NOT NULL,
-                truncated   boolean NOT NULL DEFAULT false,
-                embedded_at timestamptz NOT NULL DEFAULT now()
-            )
-            """
-        ).format(table=table, dims=sql.Literal(model.dimensions))
-    )
-    # pfe_<slug>_hnsw: a long slug already brings the table's name to the 63-character limit.
-    name = sql.Identifier(f"pfe_{model.slug}_hnsw")
-    expression: sql.Composable
-    if model.binary_quantization:
-        expression = sql.SQL("((binary_quantize(embedding)::bit({dims})) bit_hamming_ops)").format(
-            dims=sql.Literal(model.dimensions)
-        )
-    else:
-        expression = sql.SQL("(embedding {})").format(sql.SQL(_OPCLASS[model.distance]))
-    conn.execute(
-        sql.SQL("CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw {expression}").format(
-            name=name, table=table, expression=expression
-        )
-    )
 
 
 def registered_models(conn: psycopg.Connection[Any]) -> list[RegisteredModel]:

@@ -91,6 +91,23 @@ def second_db(pg_server_url: str) -> Any:
 
 
 @pytest.fixture
+def other_account() -> Iterator[str]:
+    """A throwaway local account, deleted afterwards (creating one needs root): who the access
+    tests try to connect as."""
+    if os.geteuid() != 0:
+        pytest.skip("creating another local account needs root")
+    name = f"garage-probe-{uuid.uuid4().hex[:8]}"
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.fixture
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home of its own: config file, data dir and Dagster home all under tmp_path."""
     monkeypatch.setenv("GARAGE_CONFIG", str(tmp_path / "garage.json"))

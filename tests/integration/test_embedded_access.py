@@ -4,14 +4,12 @@ for a socket name and the wheel puts the socket elsewhere."""
 
 from __future__ import annotations
 
-import os
 import pwd
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,21 +28,6 @@ def open_parent() -> Iterator[Path]:
     folder.chmod(0o755)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def other_account() -> Iterator[str]:
-    if os.geteuid() != 0:
-        pytest.skip("creating another local account needs root")
-    name = f"garage-probe-{uuid.uuid4().hex[:8]}"
-    subprocess.run(
-        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    try:
-        yield name
-    finally:
-        subprocess.run(["userdel", name], capture_output=True)
 
 
 PROBE = """

@@ -9,8 +9,6 @@ import pwd
 import stat
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -81,22 +79,6 @@ def test_connecting_without_the_password_fails(pg_server_url: str, passfile: Pat
     assert "no password supplied" in message
     message = _refused(make_conninfo(**params, password="not-the-password"))  # type: ignore[arg-type]
     assert "password authentication failed" in message
-
-
-@pytest.fixture
-def other_account() -> Iterator[str]:
-    """A throwaway local account, deleted afterwards (creating one needs root)."""
-    if os.geteuid() != 0:
-        pytest.skip("creating another local account needs root")
-    name = f"garage-probe-{uuid.uuid4().hex[:8]}"
-    subprocess.run(
-        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    try:
-        yield name
-    finally:
-        subprocess.run(["userdel", name], capture_output=True)
 
 
 PROBE = """

@@ -39,9 +39,9 @@ from garage.ask import Progress, prompts, trim
 from garage.config import GarageConfig
 from garage.inference import ContextExceeded, InferenceError, LocalChatModel
 from garage.inference.client import Message
-from garage.mcp.documents import DocumentText
 from garage.mcp.tools import AuthorList, CorpusTools, SourceList
 from garage.search import CorpusStats, SearchResponse
+from garage.search.documents import DocumentText
 
 DEFAULT_STEPS = 6
 MAX_STEPS = 20

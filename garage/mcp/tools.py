@@ -25,14 +25,6 @@ from pydantic import Field
 
 from garage.db import DatabaseError
 from garage.inference import InferenceError
-from garage.mcp.documents import (
-    DEFAULT_LENGTH,
-    MAX_LENGTH,
-    DocumentNotFound,
-    DocumentRefused,
-    DocumentText,
-    get_document,
-)
 from garage.mcp.runtime import Runtime
 from garage.search import (
     MAX_LIMIT,
@@ -48,6 +40,14 @@ from garage.search import (
     search,
 )
 from garage.search.corpus import MAX_AUTHORS
+from garage.search.documents import (
+    DEFAULT_LENGTH,
+    MAX_LENGTH,
+    DocumentNotFound,
+    DocumentRefused,
+    DocumentText,
+    get_document,
+)
 from garage.search.types import CorpusClass, Direction, Mode
 
 MAX_ID = 2**63 - 1  # bigint

@@ -1,4 +1,10 @@
-"""One document's text, by id or URI, a bounded range at a time (``rag_get_document``)."""
+"""One document's text, by id or URI, a bounded range at a time: what ``garage`` reads when a
+caller asks for a whole document rather than a search hit (rag_get_document, rag_agent).
+
+A read of the corpus like search, so it lives beside search rather than in a front door: the
+MCP tool, rag_agent (``garage ask --agent`` too) and any page that shows a document call this
+one function, and its bounds (``MAX_LENGTH``) hold whichever door asked.
+"""
 
 from __future__ import annotations
 

@@ -58,9 +58,9 @@ def ask_cmd(
     to a model on this machine.
     """
     from garage.ask import AskResult, ask, chat_model
+    from garage.db.runtime import Runtime
     from garage.inference import InferenceError
     from garage.mcp.agent import Agent, AgentResult
-    from garage.mcp.runtime import Runtime
     from garage.mcp.tools import CorpusTools
     from garage.search import SearchError
 

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from garage.db.runtime import Runtime
 from garage.facts.browse import (
     MAX_FACTS,
     FactList,
@@ -19,7 +20,6 @@ from garage.facts.browse import (
     fact_stats,
     list_facts,
 )
-from garage.mcp.runtime import Runtime
 from garage.mcp.tools import MAX_ID, Names, tool_errors
 from garage.search.types import CorpusClass
 

@@ -15,6 +15,7 @@ from typing import Annotated
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from garage.db.runtime import Runtime
 from garage.graph import (
     GraphUnavailable,
     LabelCount,
@@ -25,7 +26,6 @@ from garage.graph import (
     neighbourhood,
 )
 from garage.graph.read import MAX_FIND, MAX_HOPS
-from garage.mcp.runtime import Runtime
 from garage.mcp.tools import tool_errors
 
 Label = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]

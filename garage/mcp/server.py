@@ -11,10 +11,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from garage import __version__
+from garage.db.runtime import Runtime
 from garage.mcp.facts import FactTools
 from garage.mcp.generative import GenerativeTools
 from garage.mcp.graph import GraphTools
-from garage.mcp.runtime import Runtime
 from garage.mcp.tools import CorpusTools
 
 INSTRUCTIONS = (

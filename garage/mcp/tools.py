@@ -24,8 +24,8 @@ from psycopg.errors import QueryCanceled
 from pydantic import Field
 
 from garage.db import DatabaseError
+from garage.db.runtime import Runtime
 from garage.inference import InferenceError
-from garage.mcp.runtime import Runtime
 from garage.search import (
     MAX_LIMIT,
     AuthorSummary,

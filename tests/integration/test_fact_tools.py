@@ -10,11 +10,11 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from garage.config import GarageConfig
+from garage.db.runtime import Runtime
 from garage.facts import enrich_facts
 from garage.ingest import ingest_source
 from garage.mcp.agent import AgentTool
 from garage.mcp.facts import FactTools
-from garage.mcp.runtime import Runtime
 from tests.integration.facts_helpers import write_folder
 
 

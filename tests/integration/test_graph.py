@@ -377,8 +377,8 @@ def test_the_embedded_default_says_it_has_no_graph(isolated_env: Path) -> None:
 def test_graph_mcp_tools_and_the_communication_rule(clustered: tuple[str, Any, Path]) -> None:
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from garage.db.runtime import Runtime
     from garage.mcp.graph import GraphTools
-    from garage.mcp.runtime import Runtime
 
     url, config, _ = clustered
     with psycopg.connect(url, autocommit=True) as conn:

@@ -120,13 +120,13 @@ from garage.ask import (  # noqa: E402
     prompts,
 )
 from garage.ask.citations import says_not_in_excerpts  # noqa: E402
+from garage.ask.tools import CorpusTools  # noqa: E402
 from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
 from garage.db.runtime import Runtime  # noqa: E402
 from garage.inference import InferenceError, LocalChatModel  # noqa: E402
 from garage.mcp.agent import DEFAULT_STEPS, Agent, AgentResult  # noqa: E402
-from garage.mcp.tools import CorpusTools  # noqa: E402
 from garage.search import SearchError  # noqa: E402
 from tests.material import material  # noqa: E402
 

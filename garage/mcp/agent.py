@@ -36,10 +36,10 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_meta
 from pydantic import ValidationError
 
 from garage.ask import Progress, prompts, trim
+from garage.ask.tools import AuthorList, CorpusTools, SourceList
 from garage.config import GarageConfig
 from garage.inference import ContextExceeded, InferenceError, LocalChatModel
 from garage.inference.client import Message
-from garage.mcp.tools import AuthorList, CorpusTools, SourceList
 from garage.search import CorpusStats, SearchResponse
 from garage.search.documents import DocumentText
 

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from garage.ask.tools import MAX_ID, Names, tool_errors
 from garage.db.runtime import Runtime
 from garage.facts.browse import (
     MAX_FACTS,
@@ -20,7 +21,6 @@ from garage.facts.browse import (
     fact_stats,
     list_facts,
 )
-from garage.mcp.tools import MAX_ID, Names, tool_errors
 from garage.search.types import CorpusClass
 
 ClassName = Annotated[str, Field(min_length=1, max_length=64)]

@@ -27,10 +27,10 @@ from garage.ask import (
     chat_model,
     generate,
 )
+from garage.ask.tools import CorpusTools, Names, tool_errors
 from garage.db.runtime import Runtime
 from garage.mcp.agent import DEFAULT_STEPS, MAX_STEPS, Agent, AgentResult
 from garage.mcp.progress import run_reporting
-from garage.mcp.tools import CorpusTools, Names, tool_errors
 from garage.search.types import CorpusClass
 
 Question = Annotated[

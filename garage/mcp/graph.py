@@ -15,6 +15,7 @@ from typing import Annotated
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from garage.ask.tools import tool_errors
 from garage.db.runtime import Runtime
 from garage.graph import (
     GraphUnavailable,
@@ -26,7 +27,6 @@ from garage.graph import (
     neighbourhood,
 )
 from garage.graph.read import MAX_FIND, MAX_HOPS
-from garage.mcp.tools import tool_errors
 
 Label = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
 

@@ -11,11 +11,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from garage import __version__
+from garage.ask.tools import CorpusTools
 from garage.db.runtime import Runtime
 from garage.mcp.facts import FactTools
 from garage.mcp.generative import GenerativeTools
 from garage.mcp.graph import GraphTools
-from garage.mcp.tools import CorpusTools
 
 INSTRUCTIONS = (
     "Garage is the owner's private, local index of their files, notes, code, mail and chats. "

@@ -8,9 +8,9 @@ import re
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
+from garage.ask.tools import CorpusTools
 from garage.config import GarageConfig
 from garage.mcp.agent import Agent, AgentTool, answer_of, parse_reply, reply_schema
-from garage.mcp.tools import CorpusTools
 
 
 class NoModel:

@@ -2,10 +2,12 @@
 for the CLI, the MCP server and any other front door alike.
 
 ``ask`` (garage.ask.answer) answers from the best excerpts, citing them as [n], streamed
-through ``on_text``; ``generate`` (garage.ask.generate) replies to a raw prompt. The names
+through ``on_text``; ``Agent`` (garage.ask.agent) lets the model search and read the index
+itself; ``generate`` (garage.ask.generate) replies to a raw prompt. The names
 below are the public ones; the modules hold the code.
 """
 
+from garage.ask.agent import DEFAULT_STEPS, MAX_STEPS, Agent, AgentResult
 from garage.ask.answer import DEFAULT_EXCERPTS, MAX_EXCERPTS, allowed_classes, ask
 from garage.ask.excerpts import EXCERPT_CHARS, ask_messages, fit_excerpts, trim
 from garage.ask.generate import generate
@@ -23,10 +25,14 @@ from garage.ask.types import (
 __all__ = [
     "ANSWER_TOKENS",
     "DEFAULT_EXCERPTS",
+    "DEFAULT_STEPS",
     "EXCERPT_CHARS",
     "MAX_ANSWER_TOKENS",
     "MAX_EXCERPTS",
+    "MAX_STEPS",
     "STRUCTURE_TOKENS",
+    "Agent",
+    "AgentResult",
     "AskResult",
     "Citation",
     "GenerateResult",

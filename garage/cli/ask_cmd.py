@@ -58,10 +58,10 @@ def ask_cmd(
     to a model on this machine.
     """
     from garage.ask import AskResult, ask, chat_model
+    from garage.ask.agent import Agent, AgentResult
     from garage.ask.tools import CorpusTools
     from garage.db.runtime import Runtime
     from garage.inference import InferenceError
-    from garage.mcp.agent import Agent, AgentResult
     from garage.search import SearchError
 
     config = obj.config()

@@ -27,9 +27,9 @@ from garage.ask import (
     chat_model,
     generate,
 )
+from garage.ask.agent import DEFAULT_STEPS, MAX_STEPS, Agent, AgentResult
 from garage.ask.tools import CorpusTools, Names, tool_errors
 from garage.db.runtime import Runtime
-from garage.mcp.agent import DEFAULT_STEPS, MAX_STEPS, Agent, AgentResult
 from garage.mcp.progress import run_reporting
 from garage.search.types import CorpusClass
 

@@ -24,6 +24,7 @@ from mcp import ClientSession
 from psycopg.rows import dict_row
 
 from garage.ask import ask, ask_messages, fit_excerpts
+from garage.ask.agent import Agent
 from garage.ask.citations import read_citations
 from garage.ask.coverage import question_words, rare_words
 from garage.ask.prompts import NOT_IN_EXCERPTS
@@ -32,7 +33,6 @@ from garage.config import GarageConfig
 from garage.db.runtime import Runtime
 from garage.inference import EgressGuard, InferenceClient, LocalChatModel
 from garage.inference.stream import GenerationStopped
-from garage.mcp.agent import Agent
 from garage.search import SearchQuery, search
 from tests.conftest import ROOT, LlamaServers
 from tests.fakes.model_servers import FakeState, fake_server

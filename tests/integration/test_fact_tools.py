@@ -9,11 +9,11 @@ import psycopg
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
+from garage.ask.agent_protocol import AgentTool
 from garage.config import GarageConfig
 from garage.db.runtime import Runtime
 from garage.facts import enrich_facts
 from garage.ingest import ingest_source
-from garage.mcp.agent import AgentTool
 from garage.mcp.facts import FactTools
 from tests.integration.facts_helpers import write_folder
 

@@ -121,7 +121,6 @@ from garage.ask import (  # noqa: E402
 )
 from garage.ask.agent import DEFAULT_STEPS, Agent, AgentResult  # noqa: E402
 from garage.ask.citations import says_not_in_excerpts  # noqa: E402
-from garage.ask.tools import CorpusTools  # noqa: E402
 from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
@@ -662,10 +661,9 @@ def run_collection(
         conn = stack.enter_context(psycopg.connect(measured.url, autocommit=True))
         model = stack.enter_context(chat_model(config))
         if args.agent:
-            tools = CorpusTools(
-                Runtime(config, measured.url), allow_communications=model.is_loopback
+            agent = Agent.for_model(
+                Runtime(config, measured.url), model, reply_tokens=args.max_tokens
             )
-            agent = Agent(tools, model, config, reply_tokens=args.max_tokens)
 
             def each(question: Question) -> tuple[Outcome, str]:
                 started = time.monotonic()

@@ -27,6 +27,7 @@ from garage.ask.excerpts import trim
 from garage.ask.tools import AuthorList, CorpusTools, SourceList
 from garage.ask.types import Progress
 from garage.config import GarageConfig
+from garage.db.runtime import Runtime
 from garage.inference import ContextExceeded, InferenceError, LocalChatModel
 from garage.inference.client import Message
 from garage.search import CorpusStats, SearchResponse
@@ -87,6 +88,16 @@ class Agent:
         self.config = config
         self.tools = {t.name: t for t in map(AgentTool.of, tools.read_tools())}
         self.allow_communications = tools.allow_communications
+
+    @classmethod
+    def for_model(
+        cls, runtime: Runtime, model: LocalChatModel, *, reply_tokens: int = REPLY_TOKENS
+    ) -> Agent:
+        """rag_agent over the index for ``model``, under the content rule: when the model host
+        is not loopback, its tools withhold communications. Every front door builds it here,
+        so none can hand a remote model the tools without the rule."""
+        tools = CorpusTools(runtime, allow_communications=model.is_loopback)
+        return cls(tools, model, runtime.config, reply_tokens=reply_tokens)
 
     def system_prompt(self) -> str:
         owner = self.config.identity.self_name

@@ -27,22 +27,6 @@ _READS = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_
 # Generation reads too, but its answer differs from call to call.
 _GENERATES = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=False)
 
-TOOL_NAMES = (
-    "rag_search",
-    "rag_get_document",
-    "rag_list_sources",
-    "rag_list_authors",
-    "rag_stats",
-    "rag_ask",
-    "rag_agent",
-    "rag_generate",
-    "rag_list_facts",
-    "rag_fact_stats",
-    "rag_graph_labels",
-    "rag_graph_find",
-    "rag_graph_neighbors",
-)
-
 
 def build_server(runtime: Runtime) -> MCPServer:
     server: MCPServer = MCPServer(

@@ -15,13 +15,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Unpack
 
 import httpx
 
 from garage.inference.dialects import Message, Provider, chat_body, content_of
 from garage.inference.errors import EgressRefused, InferenceError, ServerUnavailable
 from garage.inference.model_key import auth_headers
+from garage.inference.options import ChatOptions
 from garage.inference.stream import Delta, Watchdog, ndjson_deltas, sse_deltas
 from garage.inference.transport import HOW_TO_START, Transport
 
@@ -35,25 +36,13 @@ class ChatRequests(Transport):
         messages: Sequence[Message],
         *,
         corpus_classes: Iterable[str] = (),
-        json_schema: dict[str, Any] | None = None,
-        json_mode: bool = False,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        **options: Unpack[ChatOptions],
     ) -> str:
         """The assistant's reply text. With a schema, the reply is JSON meant to match it;
         ``json_mode`` asks for any JSON object (Ollama's ``format: "json"``)."""
         classes = frozenset(corpus_classes)
         self.guard.check(host, corpus_classes=classes, model_id=model_id)
-        path, body = chat_body(
-            provider,
-            model_id,
-            messages,
-            json_schema,
-            temperature,
-            max_tokens,
-            stream=False,
-            json_mode=json_mode,
-        )
+        path, body = chat_body(provider, model_id, messages, stream=False, **options)
         data = self._post(provider, host, path, body, model_id, classes)
         content = content_of(provider, data)
         if not isinstance(content, str):
@@ -68,13 +57,9 @@ class ChatRequests(Transport):
         messages: Sequence[Message],
         *,
         corpus_classes: Iterable[str] = (),
-        json_schema: dict[str, Any] | None = None,
-        json_mode: bool = False,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         time_limit: float | None = None,
         cancel: threading.Event | None = None,
-        top_logprobs: int | None = None,
+        **options: Unpack[ChatOptions],
     ) -> Generator[Delta, None, None]:
         """The reply as the server writes it (SSE, or NDJSON for Ollama), piece by piece.
 
@@ -84,17 +69,7 @@ class ChatRequests(Transport):
         """
         classes = frozenset(corpus_classes)
         self.guard.check(host, corpus_classes=classes, model_id=model_id)
-        path, body = chat_body(
-            provider,
-            model_id,
-            messages,
-            json_schema,
-            temperature,
-            max_tokens,
-            stream=True,
-            json_mode=json_mode,
-            top_logprobs=top_logprobs,
-        )
+        path, body = chat_body(provider, model_id, messages, stream=True, **options)
         url = host.rstrip("/") + path
         # Nothing arrives while the server reads a long prompt: the read timeout must not cut
         # that short when the watchdog already bounds the whole generation.

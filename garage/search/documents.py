@@ -126,3 +126,28 @@ def get_document(
         content=row["content"],
         metadata=dict(row["metadata"] or {}),
     )
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    chunk_id: int
+    ord: int  # its place in the document, from 0
+    start_offset: int  # where it lies in the document's extracted text
+    end_offset: int
+    heading: str | None
+    text: str  # exactly what search matched and a model is shown
+
+
+def document_chunks(conn: psycopg.Connection[Any], document_id: int) -> list[ChunkText]:
+    """The document's content chunks in order, as search finds them: the pieces a hit's
+    ``chunk_id`` and offsets point into. A distilled fact's chunk is not one of them."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            "SELECT c.id AS chunk_id, c.ord, c.start_offset, c.end_offset, c.heading, c.text"
+            " FROM documents d LEFT JOIN chunks c ON c.document_id = d.id AND c.fact_id IS NULL"
+            " WHERE d.id = %s ORDER BY c.ord",
+            (document_id,),
+        ).fetchall()
+    if not rows:
+        raise DocumentNotFound(f"no document with id {document_id}")
+    return [ChunkText(**row) for row in rows if row["chunk_id"] is not None]

@@ -1,8 +1,10 @@
 """One client for the local inference servers: Ollama, LM Studio and llama-server.
 
-Built on httpx, with no ollama or openai SDK: each request is built here and sent only after
-the egress guard approved its destination (``EgressGuard.check`` runs before the transport is
-touched). The three dialects:
+Built on httpx, with no ollama or openai SDK: each request is built by Garage and sent only
+after the egress guard approved its destination (``EgressGuard.check`` runs before the
+transport is touched). One class written in three parts, each in garage.inference: the
+connection (``transport``), embeddings (``embeddings``) and chat (``chat_requests``), whose
+options travel as one record (``options``). The three dialects:
 
 - **Ollama**: ``/api/embed`` and ``/api/chat``; JSON mode is ``format`` (a schema or "json"),
   and extraction runs at temperature 0.1, as LangExtract's own Ollama provider sends.

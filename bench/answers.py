@@ -39,7 +39,7 @@ given per split.
 Both corpora are ingested and embedded by Garage itself, each into a scratch database of its
 own. Every question goes through ``garage.ask.ask``, the code path of rag_ask and `garage ask`,
 with rag_ask's defaults (6 excerpts, streamed) and each model in turn; ``--agent`` measures
-rag_agent instead (garage.mcp.agent.Agent, what `garage ask --agent` runs: the model searches
+rag_agent instead (garage.ask.agent.Agent, what `garage ask --agent` runs: the model searches
 and reads the index with the five read-only tools, ``--max-steps`` calls at most).
 
 The FAQ's table is the one this benchmark has always printed, per model:
@@ -119,14 +119,13 @@ from garage.ask import (  # noqa: E402
     chat_model,
     prompts,
 )
+from garage.ask.agent import DEFAULT_STEPS, Agent, AgentResult  # noqa: E402
 from garage.ask.citations import says_not_in_excerpts  # noqa: E402
 from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
+from garage.db.runtime import Runtime  # noqa: E402
 from garage.inference import InferenceError, LocalChatModel  # noqa: E402
-from garage.mcp.agent import DEFAULT_STEPS, Agent, AgentResult  # noqa: E402
-from garage.mcp.runtime import Runtime  # noqa: E402
-from garage.mcp.tools import CorpusTools  # noqa: E402
 from garage.search import SearchError  # noqa: E402
 from tests.material import material  # noqa: E402
 
@@ -662,10 +661,9 @@ def run_collection(
         conn = stack.enter_context(psycopg.connect(measured.url, autocommit=True))
         model = stack.enter_context(chat_model(config))
         if args.agent:
-            tools = CorpusTools(
-                Runtime(config, measured.url), allow_communications=model.is_loopback
+            agent = Agent.for_model(
+                Runtime(config, measured.url), model, reply_tokens=args.max_tokens
             )
-            agent = Agent(tools, model, config, reply_tokens=args.max_tokens)
 
             def each(question: Question) -> tuple[Outcome, str]:
                 started = time.monotonic()

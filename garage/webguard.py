@@ -20,7 +20,6 @@ Dagster-free; the serving side is ``garage_assets.ui``.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Iterable, MutableMapping
 from typing import Any
@@ -29,17 +28,6 @@ from urllib.parse import parse_qs
 Scope = MutableMapping[str, Any]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def is_loopback_address(host: str) -> bool:
-    """Whether a bind address is this machine only (decided from the address, never DNS)."""
-    host = host.strip().strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def loopback_hosts(bind_host: str, port: int) -> frozenset[str]:

@@ -26,25 +26,12 @@ from typing import Any
 import click
 import yaml
 
-from garage.webguard import LoopbackGuard, is_loopback_address, loopback_hosts
+from garage.loopback import NotLoopback, check_binding
+from garage.webguard import LoopbackGuard, loopback_hosts
 
 DEFINITIONS_MODULE = "garage_assets.definitions"
 DAEMON_STOP_SECONDS = 30
 log = logging.getLogger("garage.ui")
-
-
-class NotLoopback(ValueError):
-    """The UI asked to listen beyond this machine."""
-
-
-def check_binding(host: str) -> None:
-    """The Dagster UI has no login of its own: it is served on loopback only. (Over SSH, a
-    forwarded port reaches it from elsewhere without opening it to the network.)"""
-    if not is_loopback_address(host):
-        raise NotLoopback(
-            f"the Dagster UI has no authentication and listens only on loopback, not {host}; "
-            "reach it from another machine through an SSH tunnel (ssh -L PORT:127.0.0.1:PORT)"
-        )
 
 
 @contextlib.contextmanager
@@ -130,6 +117,7 @@ def serve(host: str, port: int) -> None:
     from dagster._core.workspace.load_target import WorkspaceFileTarget
     from dagster_webserver.version import __version__
 
+    # The Dagster UI has no login of its own: loopback only.
     check_binding(host)
     # Everything this process creates (the code server's socket, temporary files) is for this
     # account alone.

@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 
 from garage.config import GarageConfig, config_path, data_dir, load_config
-from garage.inference import EgressGuard, InferenceClient, LocalChatModel
+from garage.inference import EgressGuard, InferenceClient
 from garage.inference.egress import note_allowlist
 
 
@@ -43,6 +43,3 @@ class InferenceResource(dg.ConfigurableResource):
         config = _load(self.config_file)
         timeout = self.timeout_seconds or config.inference.timeout_seconds
         return InferenceClient(self.egress.guard(), timeout=timeout)
-
-    def chat_model(self) -> LocalChatModel:
-        return LocalChatModel.from_config(_load(self.config_file), self.client())

@@ -58,10 +58,9 @@ def ask_cmd(
     to a model on this machine.
     """
     from garage.ask import AskResult, ask, chat_model
+    from garage.ask.agent import Agent, AgentResult
+    from garage.db.runtime import Runtime
     from garage.inference import InferenceError
-    from garage.mcp.agent import Agent, AgentResult
-    from garage.mcp.runtime import Runtime
-    from garage.mcp.tools import CorpusTools
     from garage.search import SearchError
 
     config = obj.config()
@@ -82,9 +81,8 @@ def ask_cmd(
         try:
             with chat_model(config) as model:
                 if agent:
-                    tools = CorpusTools(runtime, allow_communications=model.is_loopback)
-                    result: AskResult | AgentResult = Agent(
-                        tools, model, config, reply_tokens=max_tokens
+                    result: AskResult | AgentResult = Agent.for_model(
+                        runtime, model, reply_tokens=max_tokens
                     ).run(
                         text, max_steps=max_steps, search_first=not no_search_first,
                         on_progress=None if as_json else report,

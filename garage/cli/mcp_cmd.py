@@ -24,8 +24,9 @@ def mcp_serve_cmd(obj: GarageContext, host: str, port: int, token: str | None) -
 
     Read-only tools only: nothing a client calls changes the configuration.
     """
-    from garage.mcp.http import MCP_PATH, TokenRequired, check_binding, serve
-    from garage.mcp.runtime import Runtime
+    from garage.db.runtime import Runtime
+    from garage.loopback import TokenRequired
+    from garage.mcp.http import MCP_PATH, check_binding, serve
     from garage.mcp.server import build_server
 
     try:

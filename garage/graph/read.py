@@ -117,17 +117,12 @@ def _vertex(label: str, vid: str, properties: str, ring: int = 0) -> Vertex:
     )
 
 
-def _allowed(vertex: Vertex, allow_communications: bool) -> bool:
-    return allow_communications or vertex.properties.get("communication") is not True
-
-
 def find_vertices(
     conn: psycopg.Connection[Any],
     text: str,
     *,
     labels: tuple[str, ...] = (),
     limit: int = 20,
-    allow_communications: bool = True,
 ) -> list[Vertex]:
     """Vertices whose title or name contains ``text`` (case-insensitive): documents' titles,
     authors' names, potential facts' words, distilled facts' statements, a configured label's
@@ -154,9 +149,7 @@ def find_vertices(
             ).format(_table(label.name))
             with conn.cursor(row_factory=tuple_row) as cur:
                 for vid, properties in cur.execute(statement, (pattern, pattern, limit)):
-                    vertex = _vertex(label.name, vid, properties)
-                    if _allowed(vertex, allow_communications):
-                        found.append(vertex)
+                    found.append(_vertex(label.name, vid, properties))
     # Shorter titles first: the closer the title is to what was typed, the likelier it is meant.
     found.sort(key=lambda v: (len(v.title or ""), v.label, v.vid))
     return found[:limit]
@@ -211,7 +204,6 @@ def neighbourhood(
     *,
     hops: int = 1,
     max_vertices: int = MAX_VERTICES,
-    allow_communications: bool = True,
 ) -> Neighbourhood:
     """The vertex ``reference`` names and everything within ``hops`` edges of it, each vertex
     with the ring (hop) it was first reached in."""
@@ -220,8 +212,6 @@ def neighbourhood(
     with age_session(conn):
         catalog = _labels(conn)
         start = _start(conn, reference, catalog)
-        if not _allowed(start, allow_communications):
-            raise ValueError("vertex: a communication, not available here")
         result = Neighbourhood(start, hops, [start])
         seen = {start.vid: start}
         edge_ids: set[str] = set()
@@ -248,9 +238,8 @@ def neighbourhood(
                 reached = reached[: max(0, max_vertices - len(seen))]
                 result.truncated = True
             for vertex in _fetch(conn, reached, vertex_labels, ring):
-                if _allowed(vertex, allow_communications):
-                    seen[vertex.vid] = vertex
-                    result.vertices.append(vertex)
+                seen[vertex.vid] = vertex
+                result.vertices.append(vertex)
             frontier = [v for v in reached if v in seen]
             if not frontier or result.truncated:
                 break

@@ -11,8 +11,10 @@ from garage.inference.errors import (
     ModelNotLoaded,
     ServerUnavailable,
 )
+from garage.inference.options import ChatOptions
 
 __all__ = [
+    "ChatOptions",
     "ContextExceeded",
     "EgressGuard",
     "EgressRefused",

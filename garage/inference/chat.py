@@ -10,12 +10,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Unpack
 
 from garage.config import GarageConfig
 from garage.inference.client import InferenceClient, Message, Provider
 from garage.inference.egress import EgressGuard, is_loopback
 from garage.inference.errors import InferenceError
+from garage.inference.options import ChatOptions
 from garage.inference.stream import Delta
 
 # Ollama's default context since 0.6; LM Studio loads models with 4,096 unless told otherwise.
@@ -70,12 +71,8 @@ class LocalChatModel:
         messages: Sequence[Message],
         *,
         corpus_classes: Iterable[str] = (),
-        json_schema: dict[str, Any] | None = None,
-        json_mode: bool = False,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         cancel: threading.Event | None = None,
-        top_logprobs: int | None = None,
+        **options: Unpack[ChatOptions],
     ) -> Generator[Delta, None, None]:
         """The reply piece by piece, under the wall-clock limit; ``cancel`` stops it.
         ``top_logprobs`` asks for each token's likeliest alternatives (``Delta.alternatives``;
@@ -86,13 +83,9 @@ class LocalChatModel:
             self.model,
             messages,
             corpus_classes=corpus_classes,
-            json_schema=json_schema,
-            json_mode=json_mode,
-            temperature=temperature,
-            max_tokens=max_tokens,
             time_limit=self.time_limit,
             cancel=cancel,
-            top_logprobs=top_logprobs,
+            **options,
         )
 
     def complete(
@@ -100,36 +93,21 @@ class LocalChatModel:
         messages: Sequence[Message],
         *,
         corpus_classes: Iterable[str] = (),
-        json_schema: dict[str, Any] | None = None,
-        json_mode: bool = False,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        **options: Unpack[ChatOptions],
     ) -> str:
         """The whole reply. Streamed underneath, so the time limit and ``cancel`` stop the
         server's work too, not only the wait for it."""
-        if json_mode:
+        if options.get("json_mode"):
             # Ollama's JSON mode (fact extraction): one plain request, no stream to cut short.
             return self.client.chat(
-                self.provider,
-                self.host,
-                self.model,
-                messages,
-                corpus_classes=corpus_classes,
-                json_mode=True,
-                temperature=temperature,
-                max_tokens=max_tokens,
-            )
+                self.provider, self.host, self.model, messages,
+                corpus_classes=corpus_classes, **options,
+            )  # fmt: skip
         return "".join(
             delta.text
             for delta in self.stream(
-                messages,
-                corpus_classes=corpus_classes,
-                json_schema=json_schema,
-                json_mode=json_mode,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                cancel=cancel,
+                messages, corpus_classes=corpus_classes, cancel=cancel, **options
             )
         )
 

@@ -4,7 +4,9 @@ LM Studio and llama-server)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
+
+from garage.inference.options import ChatOptions
 
 Provider = Literal["ollama", "lmstudio", "llama_server"]
 Message = dict[str, str]
@@ -14,29 +16,30 @@ def chat_body(
     provider: Provider,
     model_id: str,
     messages: Sequence[Message],
-    json_schema: dict[str, Any] | None,
-    temperature: float | None,
-    max_tokens: int | None,
     *,
     stream: bool,
-    json_mode: bool = False,
-    top_logprobs: int | None = None,
+    **options: Unpack[ChatOptions],
 ) -> tuple[str, dict[str, Any]]:
     """The route and body of a chat request in the provider's dialect. ``json_mode`` asks for
     any JSON object where no schema is given (Ollama ``format: "json"``, llama-server
     ``json_object``; LM Studio refuses ``json_object``, so it is told in a system message).
     ``top_logprobs`` asks an OpenAI-compatible server for each token's likeliest
     alternatives (Ollama is not asked: the caller then goes by the text alone)."""
+    json_schema = options.get("json_schema")
+    json_mode = options.get("json_mode", False)
+    temperature = options.get("temperature")
+    max_tokens = options.get("max_tokens")
+    top_logprobs = options.get("top_logprobs")
     copied = [dict(m) for m in messages]
     if provider == "ollama":
-        options: dict[str, Any] = {}
+        ollama_options: dict[str, Any] = {}
         if temperature is not None:
-            options["temperature"] = temperature
+            ollama_options["temperature"] = temperature
         if max_tokens is not None:
-            options["num_predict"] = max_tokens
+            ollama_options["num_predict"] = max_tokens
         body: dict[str, Any] = {"model": model_id, "messages": copied, "stream": stream}
-        if options:
-            body["options"] = options
+        if ollama_options:
+            body["options"] = ollama_options
         if json_schema is not None:
             body["format"] = json_schema  # Ollama turns a schema into a grammar
         elif json_mode:

@@ -10,13 +10,12 @@ opened. The rules (the privacy promise):
 - cloud model ids (``gemini*``, ``gpt-*``, ``claude*``, …) are refused outright: Garage never
   routes to a cloud API, even through a local proxy that would forward them.
 
-Loopback is decided from the URL alone (``localhost``, 127.0.0.0/8, ``::1``), never from DNS: a
-name that resolves to loopback today may not tomorrow.
+Loopback is garage.loopback's one meaning (``localhost``, 127.0.0.0/8, ``::1``), decided from
+the URL alone, never from DNS: a name that resolves to loopback today may not tomorrow.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import re
@@ -27,6 +26,7 @@ from urllib.parse import urlsplit
 
 from garage.config import GarageConfig
 from garage.inference.errors import EgressRefused
+from garage.loopback import is_loopback_address
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +65,9 @@ def origin_of(url: str) -> Origin:
 
 
 def is_loopback(url_or_host: str) -> bool:
-    host = origin_of(url_or_host).host
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """Whether a model host's URL names this machine (a URL that is not http(s) with a host is
+    refused, as the guard refuses it)."""
+    return is_loopback_address(origin_of(url_or_host).host)
 
 
 def is_cloud_model(model_id: str) -> bool:

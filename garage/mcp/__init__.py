@@ -11,7 +11,7 @@ def main() -> None:
     # Everything but the protocol goes to stderr: stdout belongs to the MCP client.
     from garage.config import ConfigError, load_config
     from garage.db import DatabaseError
-    from garage.mcp.runtime import Runtime
+    from garage.db.runtime import Runtime
     from garage.mcp.server import build_server
 
     try:

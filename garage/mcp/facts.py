@@ -1,8 +1,8 @@
 """rag_list_facts and rag_fact_stats: the stored potential facts, for an MCP client.
 
-Bounded like the corpus tools: every limit, offset and list size is in the schema. A fact of a
-communication is withheld when the tools run for a model host that is not loopback (the same
-content rule as rag_search).
+Bounded like the corpus tools: every limit, offset and list size is in the schema. They serve
+the MCP client as ``garage facts`` serves the owner (no model host reads them: rag_agent's
+tools are the corpus tools).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import Field
 
+from garage.ask.tools import MAX_ID, Names, tool_errors
+from garage.db.runtime import Runtime
 from garage.facts.browse import (
     MAX_FACTS,
     FactList,
@@ -19,17 +21,14 @@ from garage.facts.browse import (
     fact_stats,
     list_facts,
 )
-from garage.mcp.runtime import Runtime
-from garage.mcp.tools import MAX_ID, Names, tool_errors
 from garage.search.types import CorpusClass
 
 ClassName = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class FactTools:
-    def __init__(self, runtime: Runtime, *, allow_communications: bool = True):
+    def __init__(self, runtime: Runtime):
         self.runtime = runtime
-        self.allow_communications = allow_communications
 
     def rag_list_facts(
         self,
@@ -61,8 +60,6 @@ class FactTools:
         Each comes with its document, its exact span in it and the text around it."""
         with tool_errors():
             chosen = tuple(dict.fromkeys(corpus_classes))
-            if not self.allow_communications:
-                chosen = tuple(c for c in chosen if c != "communication") or ("document", "code")
             query = FactQuery(
                 text=text,
                 substring=substring,

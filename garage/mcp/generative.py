@@ -27,10 +27,10 @@ from garage.ask import (
     chat_model,
     generate,
 )
-from garage.mcp.agent import DEFAULT_STEPS, MAX_STEPS, Agent, AgentResult
+from garage.ask.agent import DEFAULT_STEPS, MAX_STEPS, Agent, AgentResult
+from garage.ask.tools import Names, tool_errors
+from garage.db.runtime import Runtime
 from garage.mcp.progress import run_reporting
-from garage.mcp.runtime import Runtime
-from garage.mcp.tools import CorpusTools, Names, tool_errors
 from garage.search.types import CorpusClass
 
 Question = Annotated[
@@ -102,8 +102,7 @@ class GenerativeTools:
 
         def work(progress: Progress, cancel: threading.Event) -> AgentResult:
             with tool_errors(), chat_model(config) as model:
-                tools = CorpusTools(self.runtime, allow_communications=model.is_loopback)
-                return Agent(tools, model, config).run(
+                return Agent.for_model(self.runtime, model).run(
                     question,
                     max_steps=max_steps,
                     search_first=search_first,

@@ -1,8 +1,8 @@
 """rag_graph_labels, rag_graph_find and rag_graph_neighbors: the AGE graph for an MCP client.
 
-The same reads as ``garage graph labels|find|neighbors``. A vertex from a communication is
-withheld when the tools run for a model host that is not loopback (rag_search's content rule);
-where the server has no AGE every call says so.
+The same reads as ``garage graph labels|find|neighbors``, for the MCP client as they are for
+the owner at the CLI (no model host reads them: rag_agent's tools are the corpus tools); where
+the server has no AGE every call says so.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Annotated
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from garage.ask.tools import tool_errors
+from garage.db.runtime import Runtime
 from garage.graph import (
     GraphUnavailable,
     LabelCount,
@@ -25,8 +27,6 @@ from garage.graph import (
     neighbourhood,
 )
 from garage.graph.read import MAX_FIND, MAX_HOPS
-from garage.mcp.runtime import Runtime
-from garage.mcp.tools import tool_errors
 
 Label = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
 
@@ -42,9 +42,8 @@ class GraphVertices:
 
 
 class GraphTools:
-    def __init__(self, runtime: Runtime, *, allow_communications: bool = True):
+    def __init__(self, runtime: Runtime):
         self.runtime = runtime
-        self.allow_communications = allow_communications
 
     def rag_graph_labels(self) -> GraphLabels:
         """List the graph's vertex and edge labels with how many of each it holds."""
@@ -66,15 +65,7 @@ class GraphTools:
 
         Pass a vertex's label and id as Label:id to rag_graph_neighbors."""
         with _graph_errors(), self.runtime.reader() as conn:
-            return GraphVertices(
-                find_vertices(
-                    conn,
-                    text,
-                    labels=tuple(labels),
-                    limit=limit,
-                    allow_communications=self.allow_communications,
-                )
-            )
+            return GraphVertices(find_vertices(conn, text, labels=tuple(labels), limit=limit))
 
     def rag_graph_neighbors(
         self,
@@ -91,9 +82,7 @@ class GraphTools:
         Returns the vertices within hops edges of it, each with its ring, and the edges
         between them."""
         with _graph_errors(), self.runtime.reader() as conn:
-            return neighbourhood(
-                conn, vertex, hops=hops, allow_communications=self.allow_communications
-            )
+            return neighbourhood(conn, vertex, hops=hops)
 
     def all(self) -> list:  # type: ignore[type-arg]
         return [self.rag_graph_labels, self.rag_graph_find, self.rag_graph_neighbors]

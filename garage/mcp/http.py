@@ -1,51 +1,32 @@
 """``garage mcp-serve``: the MCP server over streamable HTTP.
 
-Bound to 127.0.0.1 by default. Anywhere else needs a bearer token (``GARAGE_MCP_TOKEN``,
-never the config file, which other tools read and back up): the index holds private mail
-and chats, and a port on the network is open to every machine that can reach it. The token
+Bound to 127.0.0.1 by default. Anywhere beyond loopback (as garage.loopback decides it) needs
+a bearer token (``GARAGE_MCP_TOKEN``, never the config file, which other tools read and back
+up): the index holds private mail and chats, and a port on the network is open to every
+machine that can reach it. The token
 is compared in constant time; a request without it gets 401 before it reaches the MCP layer.
 """
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-MIN_TOKEN_CHARS = 16
+from garage import loopback
+
+TOKEN_VARIABLE = "GARAGE_MCP_TOKEN"
 MCP_PATH = "/mcp"
 
 Scope = dict[str, Any]
 
 
-class TokenRequired(ValueError):
-    """Serving beyond loopback without a bearer token (or with a weak one)."""
-
-
-def is_loopback_address(host: str) -> bool:
-    """Whether a bind address is this machine only (decided from the address, never DNS)."""
-    host = host.strip().strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_binding(host: str, token: str | None) -> None:
-    """Refuse a binding the index should not be served on."""
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise TokenRequired(f"the bearer token must be at least {MIN_TOKEN_CHARS} characters")
-    if token is None and not is_loopback_address(host):
-        raise TokenRequired(
-            f"serving on {host}, beyond this machine, needs a bearer token: set GARAGE_MCP_TOKEN "
-            "(e.g. `export GARAGE_MCP_TOKEN=$(python3 -c 'import secrets; "
-            "print(secrets.token_urlsafe(32))')`) and send it as `Authorization: Bearer …`"
-        )
+    """Refuse a binding the index should not be served on (garage.loopback's rule, with the
+    token from GARAGE_MCP_TOKEN)."""
+    loopback.check_binding(host, token, token_variable=TOKEN_VARIABLE)
 
 
 class BearerAuth:

@@ -11,11 +11,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from garage import __version__
+from garage.ask.tools import CorpusTools
+from garage.db.runtime import Runtime
 from garage.mcp.facts import FactTools
 from garage.mcp.generative import GenerativeTools
 from garage.mcp.graph import GraphTools
-from garage.mcp.runtime import Runtime
-from garage.mcp.tools import CorpusTools
 
 INSTRUCTIONS = (
     "Garage is the owner's private, local index of their files, notes, code, mail and chats. "
@@ -26,22 +26,6 @@ INSTRUCTIONS = (
 _READS = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
 # Generation reads too, but its answer differs from call to call.
 _GENERATES = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=False)
-
-TOOL_NAMES = (
-    "rag_search",
-    "rag_get_document",
-    "rag_list_sources",
-    "rag_list_authors",
-    "rag_stats",
-    "rag_ask",
-    "rag_agent",
-    "rag_generate",
-    "rag_list_facts",
-    "rag_fact_stats",
-    "rag_graph_labels",
-    "rag_graph_find",
-    "rag_graph_neighbors",
-)
 
 
 def build_server(runtime: Runtime) -> MCPServer:

@@ -24,15 +24,15 @@ from mcp import ClientSession
 from psycopg.rows import dict_row
 
 from garage.ask import ask, ask_messages, fit_excerpts
+from garage.ask.agent import Agent
 from garage.ask.citations import read_citations
 from garage.ask.coverage import question_words, rare_words
 from garage.ask.prompts import NOT_IN_EXCERPTS
+from garage.ask.tools import CorpusTools
 from garage.config import GarageConfig
+from garage.db.runtime import Runtime
 from garage.inference import EgressGuard, InferenceClient, LocalChatModel
 from garage.inference.stream import GenerationStopped
-from garage.mcp.agent import Agent
-from garage.mcp.runtime import Runtime
-from garage.mcp.tools import CorpusTools
 from garage.search import SearchQuery, search
 from tests.conftest import ROOT, LlamaServers
 from tests.fakes.model_servers import FakeState, fake_server

@@ -18,12 +18,12 @@ import pytest
 from click.testing import CliRunner
 
 from garage.ask import STRUCTURE_TOKENS, ask
+from garage.ask.agent import Agent
+from garage.ask.tools import CorpusTools
 from garage.cli import cli
 from garage.config import GarageConfig
+from garage.db.runtime import Runtime
 from garage.inference import EgressGuard, EgressRefused, InferenceClient, LocalChatModel
-from garage.mcp.agent import Agent
-from garage.mcp.runtime import Runtime
-from garage.mcp.tools import CorpusTools
 from tests.conftest import LlamaServers
 from tests.integration.mcp_helpers import McpCorpus, mcp_corpus
 from tests.integration.search_helpers import MESSAGES

@@ -1,5 +1,5 @@
 """rag_list_facts and rag_fact_stats over a real database: header facts of a real mail (no
-model needed), the schema's bounds, and the content rule for a non-loopback model host."""
+model needed) and the schema's bounds."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import psycopg
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
+from garage.ask.agent_protocol import AgentTool
 from garage.config import GarageConfig
+from garage.db.runtime import Runtime
 from garage.facts import enrich_facts
 from garage.ingest import ingest_source
-from garage.mcp.agent import AgentTool
 from garage.mcp.facts import FactTools
-from garage.mcp.runtime import Runtime
 from tests.integration.facts_helpers import write_folder
 
 
@@ -46,15 +46,10 @@ def test_list_and_stats(tools: FactTools) -> None:
     }
 
 
-def test_bounds_are_in_the_schema_and_communications_are_withheld(
-    tools: FactTools,
-) -> None:
+def test_bounds_are_in_the_schema(tools: FactTools) -> None:
     # Validated as tools/call validates them: out-of-range arguments never reach a query.
     tool = AgentTool.of(tools.rag_list_facts)
     with pytest.raises(ToolError):
         tool.call({"limit": 100_000})
     with pytest.raises(ToolError):
         tool.call({"classes": ["x"] * 21})
-    remote = FactTools(tools.runtime, allow_communications=False)
-    assert remote.rag_list_facts().total == 0
-    assert remote.rag_list_facts(corpus_classes=["communication"]).total == 0

@@ -21,7 +21,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from garage.cli import cli
-from garage.mcp.http import TokenRequired, check_binding
+from garage.loopback import TokenRequired
+from garage.mcp.http import check_binding
 from tests.conftest import LlamaServers
 from tests.integration.mcp_helpers import TOOLS, McpCorpus, mcp_corpus
 from tests.servers import free_port

@@ -7,7 +7,7 @@ import psycopg
 import pytest
 
 from garage.config import GarageConfig
-from garage.mcp.runtime import STATEMENT_TIMEOUT_MS, Runtime
+from garage.db.runtime import STATEMENT_TIMEOUT_MS, Runtime
 
 
 def test_tool_connections_are_read_only_and_time_limited(migrated_db: str) -> None:

@@ -8,9 +8,10 @@ import re
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
+from garage.ask.agent import Agent
+from garage.ask.agent_protocol import AgentTool, answer_of, parse_reply, reply_schema
+from garage.ask.tools import CorpusTools
 from garage.config import GarageConfig
-from garage.mcp.agent import Agent, AgentTool, answer_of, parse_reply, reply_schema
-from garage.mcp.tools import CorpusTools
 
 
 class NoModel:
@@ -131,7 +132,7 @@ def test_every_reply_is_constrained_to_a_call_or_an_answer() -> None:
 
 def test_only_hits_the_model_is_shown_become_citations() -> None:
     # Twenty long hits overflow one tool result: the ones left out must not be cited.
-    from garage.mcp.agent import RESULT_CHARS, _Run
+    from garage.ask.agent import RESULT_CHARS, _Run
     from garage.search.types import SearchHit, SearchResponse
 
     hits = [

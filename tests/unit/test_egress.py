@@ -35,7 +35,6 @@ NEVER = httpx.MockTransport(_never_called)
         "http://localhost:11434",
         "http://[::1]:1234",
         "https://LOCALHOST./x",
-        "http://api.localhost:1",
     ],
 )
 def test_loopback(url: str) -> None:
@@ -51,6 +50,9 @@ def test_loopback(url: str) -> None:
         "http://example.org",
         "http://localhost.example.org",
         "http://127.0.0.1.nip.io",
+        # Reserved for loopback by RFC 6761, but only loopback where the resolver makes it so
+        # (garage.loopback): never decided by a lookup.
+        "http://api.localhost:1",
         "http://0.0.0.0:8080",
     ],
 )

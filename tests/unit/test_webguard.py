@@ -12,7 +12,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from garage.webguard import LoopbackGuard, is_graphql_mutation, is_loopback_address, loopback_hosts
+from garage.loopback import is_loopback_address
+from garage.webguard import LoopbackGuard, is_graphql_mutation, loopback_hosts
 
 PORT = 3000
 

@@ -1,4 +1,10 @@
-"""One document's text, by id or URI, a bounded range at a time (``rag_get_document``)."""
+"""One document's text, by id or URI, a bounded range at a time: what ``garage`` reads when a
+caller asks for a whole document rather than a search hit (rag_get_document, rag_agent).
+
+A read of the corpus like search, so it lives beside search rather than in a front door: the
+MCP tool, rag_agent (``garage ask --agent`` too) and any page that shows a document call this
+one function, and its bounds (``MAX_LENGTH``) hold whichever door asked.
+"""
 
 from __future__ import annotations
 
@@ -120,3 +126,28 @@ def get_document(
         content=row["content"],
         metadata=dict(row["metadata"] or {}),
     )
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    chunk_id: int
+    ord: int  # its place in the document, from 0
+    start_offset: int  # where it lies in the document's extracted text
+    end_offset: int
+    heading: str | None
+    text: str  # exactly what search matched and a model is shown
+
+
+def document_chunks(conn: psycopg.Connection[Any], document_id: int) -> list[ChunkText]:
+    """The document's content chunks in order, as search finds them: the pieces a hit's
+    ``chunk_id`` and offsets point into. A distilled fact's chunk is not one of them."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            "SELECT c.id AS chunk_id, c.ord, c.start_offset, c.end_offset, c.heading, c.text"
+            " FROM documents d LEFT JOIN chunks c ON c.document_id = d.id AND c.fact_id IS NULL"
+            " WHERE d.id = %s ORDER BY c.ord",
+            (document_id,),
+        ).fetchall()
+    if not rows:
+        raise DocumentNotFound(f"no document with id {document_id}")
+    return [ChunkText(**row) for row in rows if row["chunk_id"] is not None]

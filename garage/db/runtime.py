@@ -1,8 +1,9 @@
-"""What the MCP tools run against: the config, the database, and how each call connects.
+"""What a reader of the index runs against: the config, the database, and how each call connects.
 
-Every tool call opens its own short connection, read-only and with a statement timeout, so
-no argument (however hostile) can write to the corpus or hold the server in a query forever.
-The schema is migrated once, when the runtime is built, before any tool is served.
+Shared by the MCP server and ``garage ask`` (and any other front door that only reads): every
+call opens its own short connection, read-only and with a statement timeout, so no argument
+(however hostile) can write to the corpus or hold the server in a query forever. The schema
+is migrated once, when the runtime is built, before anything is served.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Runtime:
 
     @contextmanager
     def reader(self) -> Iterator[Conn]:
-        """A read-only connection for one tool call."""
+        """A read-only connection for one call."""
         with connect(self.url, autocommit=True) as conn:
             conn.execute("SET default_transaction_read_only = on")
             conn.execute(

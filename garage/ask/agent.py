@@ -1,17 +1,7 @@
 """rag_agent: the local model drives the five read-only tools until it can answer.
 
-Calls travel in the conversation, as one JSON object per reply
-(``{"tool": "rag_search", "arguments": {...}}``, or ``{"answer": "..."}`` to finish), rather
-than in the OpenAI ``tools`` field: llama-server, Ollama and LM Studio all render a chat template
-from role/content pairs, so the one format works on each. Every reply is constrained to that
-call-or-answer shape by the server's structured output (``reply_schema``: llama-server's and
-LM Studio's ``response_format`` JSON schema, Ollama's ``format``), so even a small model cannot
-write a turn that does not parse; the arguments themselves are still checked by each tool.
-Each tool appears in the system prompt as a one-line signature
-(arguments, allowed values, the first sentence of its description), which small models follow
-better than a JSON schema. Arguments are validated against the tool's own signature, as
-tools/call validates them, and an error goes back to the model to correct. A reply that is not
-a tool call is the answer (plain text still counts, from a server that ignored the schema).
+Each reply is a tool call or the answer, in the shape garage.ask.agent_protocol constrains,
+reads and validates.
 
 With ``search_first`` (the default) the question goes to rag_search before the model's first
 reply and the hits appear as a call it already made: small models otherwise read "when did I
@@ -25,23 +15,23 @@ request carries the classes the conversation holds, so the egress guard checks i
 from __future__ import annotations
 
 import json
-import re
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
-from pydantic import ValidationError
 
-from garage.ask import Progress, prompts, trim
+from garage.ask import prompts
+from garage.ask.agent_protocol import AgentTool, Call, answer_of, parse_reply, reply_schema
+from garage.ask.excerpts import trim
+from garage.ask.tools import AuthorList, CorpusTools, SourceList
+from garage.ask.types import Progress
 from garage.config import GarageConfig
+from garage.db.runtime import Runtime
 from garage.inference import ContextExceeded, InferenceError, LocalChatModel
 from garage.inference.client import Message
-from garage.mcp.documents import DocumentText
-from garage.mcp.tools import AuthorList, CorpusTools, SourceList
 from garage.search import CorpusStats, SearchResponse
+from garage.search.documents import DocumentText
 
 DEFAULT_STEPS = 6
 MAX_STEPS = 20
@@ -84,148 +74,6 @@ class AgentResult:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass
-class AgentTool:
-    name: str
-    fn: Callable[..., Any]
-    meta: FuncMetadata
-
-    @classmethod
-    def of(cls, fn: Callable[..., Any]) -> AgentTool:
-        return cls(fn.__name__, fn, func_metadata(fn))
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return dict(self.meta.arg_model.model_json_schema().get("properties", {}))
-
-    def signature(self) -> str:
-        """``name(arg: type, opt?: a|b = default) — first sentence of the description``."""
-        schema = self.meta.arg_model.model_json_schema()
-        required = set(schema.get("required", []))
-        parts = []
-        for name, prop in schema.get("properties", {}).items():
-            text = f"{name}{'' if name in required else '?'}: {_type_of(prop, schema)}"
-            if "default" in prop and prop["default"] not in (None, [], ""):
-                text += f" = {json.dumps(prop['default'])}"
-            parts.append(text)
-        doc = " ".join((self.fn.__doc__ or "").split())
-        first = doc.split(". ")[0].rstrip(".")
-        return f"{self.name}({', '.join(parts)}) - {first}."
-
-    def call(self, arguments: dict[str, Any]) -> Any:
-        """Validate ``arguments`` as tools/call does, then run the tool."""
-        unknown = sorted(set(arguments) - set(self.parameters))
-        if unknown:
-            known = ", ".join(self.parameters) or "no arguments"
-            raise ToolError(f"{self.name} has no argument {', '.join(unknown)} (it takes {known})")
-        try:
-            validated = self.meta.validate_arguments(arguments)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                for e in error.errors()
-            )
-            raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
-        return self.fn(**validated)
-
-
-def _type_of(prop: dict[str, Any], schema: dict[str, Any]) -> str:
-    if "anyOf" in prop:
-        kinds = [_type_of(p, schema) for p in prop["anyOf"] if p.get("type") != "null"]
-        return "|".join(kinds)
-    if "$ref" in prop:
-        name = prop["$ref"].rsplit("/", 1)[-1]
-        return _type_of(schema.get("$defs", {}).get(name, {}), schema)
-    if "enum" in prop:
-        return "|".join(str(v) for v in prop["enum"])
-    kind = prop.get("type", "any")
-    if kind == "array":
-        return f"list of {_type_of(prop.get('items', {}), schema)}"
-    if kind == "integer" and "minimum" in prop:
-        # A bound that only guards the database (ids, offsets) is noise to a small model.
-        if prop.get("maximum", 10**7) > 10**6:
-            return f"integer >= {prop['minimum']}"
-        return f"integer {prop['minimum']}-{prop['maximum']}"
-    return {"string": "text", "boolean": "true|false"}.get(kind, kind)
-
-
-@dataclass
-class _Call:
-    tool: str | None
-    arguments: dict[str, Any]
-    error: str | None
-
-
-def reply_schema(tools: list[str] | None) -> dict[str, Any]:
-    """The JSON schema every reply must match: a call of one of ``tools``, or an answer
-    (``tools=None``: an answer only, for the last turn)."""
-    answer = {
-        "type": "object",
-        "properties": {"answer": {"type": "string", "minLength": 1}},
-        "required": ["answer"],
-        "additionalProperties": False,
-    }
-    if not tools:
-        return answer
-    call = {
-        "type": "object",
-        "properties": {"tool": {"type": "string", "enum": tools}, "arguments": {"type": "object"}},
-        "required": ["tool", "arguments"],
-        "additionalProperties": False,
-    }
-    return {"anyOf": [call, answer]}
-
-
-# An answer object the reply-token limit cut off before its closing quote.
-_CUT_ANSWER = re.compile(r'^\{\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)\\?$', re.DOTALL)
-
-
-def answer_of(reply: str) -> str:
-    """The answer in a reply that is not a tool call: ``{"answer": ...}``'s text (what there is
-    of it when the token limit cut it off), or the reply itself."""
-    text = reply.strip()
-    try:
-        value = json.loads(text)
-    except ValueError:
-        cut = _CUT_ANSWER.match(text)
-        if cut is None:
-            return text
-        try:
-            return str(json.loads(f'"{cut.group(1)}"')).strip()
-        except ValueError:
-            return cut.group(1).strip()
-    if isinstance(value, dict) and isinstance(value.get("answer"), str):
-        return value["answer"].strip()
-    return text
-
-
-def parse_reply(reply: str) -> _Call | None:
-    """The tool call in a reply; None when the reply is an answer. A reply that tries to be a
-    call and fails (bad JSON, no tool name) comes back with an error for the model."""
-    text = reply.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    start = 0 if text.startswith("{") else text.find('{"tool"')
-    if start < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as error:
-        if _CUT_ANSWER.match(text):
-            return None  # an answer cut off by the token limit is still the answer
-        return _Call(None, {}, f"the reply is not valid JSON ({error.msg} at {error.pos})")
-    if isinstance(value, dict) and "tool" not in value and isinstance(value.get("answer"), str):
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
-        return _Call(None, {}, 'a tool call is one JSON object with a "tool" name')
-    arguments = value.get("arguments", {})
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        return _Call(value["tool"], {}, '"arguments" must be a JSON object')
-    return _Call(value["tool"], arguments, None)
-
-
 class Agent:
     def __init__(
         self,
@@ -240,6 +88,16 @@ class Agent:
         self.config = config
         self.tools = {t.name: t for t in map(AgentTool.of, tools.read_tools())}
         self.allow_communications = tools.allow_communications
+
+    @classmethod
+    def for_model(
+        cls, runtime: Runtime, model: LocalChatModel, *, reply_tokens: int = REPLY_TOKENS
+    ) -> Agent:
+        """rag_agent over the index for ``model``, under the content rule: when the model host
+        is not loopback, its tools withhold communications. Every front door builds it here,
+        so none can hand a remote model the tools without the rule."""
+        tools = CorpusTools(runtime, allow_communications=model.is_loopback)
+        return cls(tools, model, runtime.config, reply_tokens=reply_tokens)
 
     def system_prompt(self) -> str:
         owner = self.config.identity.self_name
@@ -277,7 +135,7 @@ class Agent:
             arguments = {"query": run.question, "limit": SEARCH_FIRST_LIMIT}
             call_text = json.dumps({"tool": "rag_search", "arguments": arguments})
             run.messages.append({"role": "assistant", "content": call_text})
-            run.execute(_Call("rag_search", arguments, None), reply=call_text, preset=True)
+            run.execute(Call("rag_search", arguments, None), reply=call_text, preset=True)
             progress("searched for the question")
         schema = reply_schema(list(self.tools))
         for _ in range(max_steps):
@@ -351,7 +209,7 @@ class _Run:
                 return True
         return False
 
-    def execute(self, call: _Call, *, reply: str, preset: bool = False) -> None:
+    def execute(self, call: Call, *, reply: str, preset: bool = False) -> None:
         number = len(self.steps) + 1
         error = call.error
         shown = ""

@@ -1,11 +1,12 @@
 """The read-only corpus tools: rag_search, rag_get_document, rag_list_sources, rag_list_authors
 and rag_stats.
 
-Plain methods with annotated parameters: the MCP server registers them as they are, and
-rag_agent validates a model's arguments against the very same signatures, so both check
-arguments the same way. Every bound (limits, offsets, lengths, list sizes) is in the schema,
-so a hostile call is refused before any query runs; what only the database can tell (an
-unknown id) comes back as a ToolError naming the field.
+Answering's own tools, the ones rag_agent's model calls. The MCP server registers the same
+plain methods with annotated parameters as they are, and rag_agent validates a model's
+arguments against the very same signatures, so both check arguments the same way. Every
+bound (limits, offsets, lengths, list sizes) is in the schema, so a hostile call is refused
+before any query runs; what only the database can tell (an unknown id) comes back as a
+ToolError naming the field.
 
 ``allow_communications`` is the content rule for a model host that is not loopback: search
 then returns documents and code only, and a communication is never handed out.
@@ -24,16 +25,8 @@ from psycopg.errors import QueryCanceled
 from pydantic import Field
 
 from garage.db import DatabaseError
+from garage.db.runtime import Runtime
 from garage.inference import InferenceError
-from garage.mcp.documents import (
-    DEFAULT_LENGTH,
-    MAX_LENGTH,
-    DocumentNotFound,
-    DocumentRefused,
-    DocumentText,
-    get_document,
-)
-from garage.mcp.runtime import Runtime
 from garage.search import (
     MAX_LIMIT,
     AuthorSummary,
@@ -48,6 +41,14 @@ from garage.search import (
     search,
 )
 from garage.search.corpus import MAX_AUTHORS
+from garage.search.documents import (
+    DEFAULT_LENGTH,
+    MAX_LENGTH,
+    DocumentNotFound,
+    DocumentRefused,
+    DocumentText,
+    get_document,
+)
 from garage.search.types import CorpusClass, Direction, Mode
 
 MAX_ID = 2**63 - 1  # bigint

@@ -1,21 +1,22 @@
 """``garage mcp-serve``: the MCP server over streamable HTTP.
 
-Bound to 127.0.0.1 by default. Anywhere beyond loopback (as garage.loopback decides it) needs
-a bearer token (``GARAGE_MCP_TOKEN``, never the config file, which other tools read and back
-up): the index holds private mail and chats, and a port on the network is open to every
-machine that can reach it. The token
-is compared in constant time; a request without it gets 401 before it reaches the MCP layer.
+Bound to 127.0.0.1 by default, and behind a bearer token always, loopback included: any
+local account can connect to a loopback port, and the index holds the owner's mail and chats.
+The token is the owner's (garage.tokens: made once into an owner-only file under the data
+folder) unless ``GARAGE_MCP_TOKEN`` names another — never the config file, which other tools
+read and back up. It is compared in constant time; a request without it gets 401 before it
+reaches the MCP layer. A binding beyond loopback (as garage.loopback decides it) is refused
+without a token long enough to guess at.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from garage import loopback
+from garage import loopback, tokens
 
 TOKEN_VARIABLE = "GARAGE_MCP_TOKEN"
 MCP_PATH = "/mcp"
@@ -39,7 +40,7 @@ class BearerAuth:
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            if not tokens.matches(given, self.expected):
                 await _unauthorized(send)
                 return
         await self.app(scope, receive, send)
@@ -61,15 +62,15 @@ async def _unauthorized(send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(server: MCPServer, *, host: str, token: str | None) -> Any:
-    """The ASGI app: the SDK's streamable HTTP app, behind the token when there is one."""
+def http_app(server: MCPServer, *, host: str, token: str) -> Any:
+    """The ASGI app: the SDK's streamable HTTP app, behind the token."""
     check_binding(host, token)
     # On loopback the SDK also checks Host and Origin headers (DNS rebinding protection).
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    return BearerAuth(app, token) if token is not None else app
+    return BearerAuth(app, token)
 
 
-def serve(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
+def serve(server: MCPServer, *, host: str, port: int, token: str) -> None:
     import uvicorn
 
     app = http_app(server, host=host, token=token)

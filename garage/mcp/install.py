@@ -1,7 +1,9 @@
-"""``garage mcp install``: the config snippet that makes an MCP client spawn ``garage-mcp``.
+"""``garage mcp install``: the config snippet that makes an MCP client spawn ``garage-mcp``, or
+(``--http``) reach ``garage mcp-serve`` with the owner's bearer token.
 
 Printed by default; written only with ``--write`` and the owner's consent, merged into the
-client's file (other servers kept, the previous file saved next to it as ``.bak``).
+client's file (other servers kept, the previous file saved next to it as ``.bak``). A file
+that holds the token is written owner-only (0600), as the token's own file is.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ class Client:
     label: str
     key: str  # the top-level object the client keeps its servers in
     typed: bool  # whether each entry names its transport ("type": "stdio")
+    # The field an HTTP server's address goes in, for clients whose file can carry request
+    # headers (the bearer token); None where the file holds only servers the client spawns.
+    url_key: str | None = "url"
 
     def path(self, home: Path, platform: str = sys.platform) -> Path:
         return _PATHS[self.name](home, platform)
@@ -48,9 +53,10 @@ _PATHS = {
 CLIENTS = {
     c.name: c
     for c in (
-        Client("claude-desktop", "Claude Desktop", "mcpServers", typed=False),
+        # Claude Desktop adds remote servers through its own settings, not this file.
+        Client("claude-desktop", "Claude Desktop", "mcpServers", typed=False, url_key=None),
         Client("cursor", "Cursor", "mcpServers", typed=False),
-        Client("windsurf", "Windsurf", "mcpServers", typed=False),
+        Client("windsurf", "Windsurf", "mcpServers", typed=False, url_key="serverUrl"),
         Client("vscode", "VS Code", "servers", typed=True),
         Client("claude-code", "Claude Code", "mcpServers", typed=True),
     )
@@ -74,8 +80,16 @@ def server_entry(client: Client, config_file: Path, env: dict[str, str]) -> dict
     return entry
 
 
-def snippet(client: Client, config_file: Path, env: dict[str, str]) -> dict[str, Any]:
-    return {client.key: {SERVER_NAME: server_entry(client, config_file, env)}}
+def http_entry(client: Client, url: str, token: str) -> dict[str, Any]:
+    """The entry for ``garage mcp-serve`` at ``url``, carrying the bearer token."""
+    if client.url_key is None:
+        raise ValueError(
+            f"{client.label} reads only servers it starts itself from its file, so it cannot "
+            f"send a token there: use `garage mcp install --client {client.name}` without "
+            "--http (the client starts garage-mcp as you, and stdio needs no token)"
+        )
+    entry: dict[str, Any] = {"type": "http"} if client.typed else {}
+    return entry | {client.url_key: url, "headers": {"Authorization": f"Bearer {token}"}}
 
 
 def merged(existing: str | None, client: Client, entry: dict[str, Any], path: Path) -> str:
@@ -97,14 +111,20 @@ def merged(existing: str | None, client: Client, entry: dict[str, Any], path: Pa
     return json.dumps(data, indent=2) + "\n"
 
 
-def write(path: Path, text: str) -> Path | None:
-    """Write ``text`` to ``path``, keeping the previous file as ``<name>.bak``."""
+def write(path: Path, text: str, *, private: bool = False) -> Path | None:
+    """Write ``text`` to ``path``, keeping the previous file as ``<name>.bak``; ``private``
+    (the text holds a token): the file, and its backup, readable by the owner only."""
     backup = None
     if path.exists():
         backup = path.with_name(path.name + ".bak")
         shutil.copy2(path, backup)
+        if private:
+            backup.chmod(0o600)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    tmp.touch(mode=0o600 if private else 0o666)
+    if private:
+        tmp.chmod(0o600)
     tmp.write_text(text)
     tmp.replace(path)
     return backup

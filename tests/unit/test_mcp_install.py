@@ -89,3 +89,52 @@ def test_a_broken_client_file_is_left_alone(home: Path, tmp_path: Path) -> None:
 def test_unknown_client_is_refused(home: Path, tmp_path: Path) -> None:
     result = _run(tmp_path, "--client", "notepad")
     assert result.exit_code == 2 and "notepad" in result.output
+
+
+@pytest.mark.parametrize(
+    ("client", "key", "url_key", "typed"),
+    [("cursor", "mcpServers", "url", False), ("windsurf", "mcpServers", "serverUrl", False),
+     ("vscode", "servers", "url", True), ("claude-code", "mcpServers", "url", True)],
+)  # fmt: skip
+def test_http_snippet_carries_the_owners_token(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: str, key: str,
+    url_key: str, typed: bool,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("GARAGE_DATA_DIR", str(tmp_path / "data"))
+    result = _run(tmp_path, "--client", client, "--http", "--url", "http://127.0.0.1:9000/mcp")
+    assert result.exit_code == 0, result.output
+    entry = json.loads(result.stdout)[key]["garage"]
+    token = (tmp_path / "data" / "secrets" / "mcp.token").read_text().strip()
+    assert entry[url_key] == "http://127.0.0.1:9000/mcp"
+    assert entry["headers"] == {"Authorization": f"Bearer {token}"}
+    assert (entry.get("type") == "http") == typed and "command" not in entry
+    # The same token the next time: made once, not per snippet.
+    again = _run(tmp_path, "--client", client, "--http", "--url", "http://127.0.0.1:9000/mcp")
+    assert json.loads(again.stdout)[key]["garage"]["headers"] == entry["headers"]
+
+
+def test_http_snippet_written_owner_only(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GARAGE_DATA_DIR", str(tmp_path / "data"))
+    target = home / ".cursor" / "mcp.json"
+    target.parent.mkdir(parents=True)
+    target.write_text('{"mcpServers": {}}')
+    target.chmod(0o644)
+    result = _run(tmp_path, "--client", "cursor", "--http", "--write", "--yes")
+    assert result.exit_code == 0, result.output
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert target.with_name("mcp.json.bak").stat().st_mode & 0o777 == 0o600
+    assert (
+        "Bearer "
+        in json.loads(target.read_text())["mcpServers"]["garage"]["headers"]["Authorization"]
+    )
+
+
+def test_http_snippet_for_a_client_whose_file_cannot_carry_a_token(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GARAGE_DATA_DIR", str(tmp_path / "data"))
+    result = _run(tmp_path, "--client", "claude-desktop", "--http")
+    assert result.exit_code == 1
+    assert "without --http" in result.output and "needs no token" in result.output

@@ -20,6 +20,7 @@ from garage.clusters.grow import Attacher, full_groups
 from garage.clusters.model import Group, Node, Settings, unit
 from garage.clusters.report import ClusterReport
 from garage.config import GarageConfig
+from garage.embed.distilled import refresh_other_vectors
 from garage.embed.registry import RegisteredModel, register_models
 from garage.inference import InferenceError, LocalChatModel
 from garage.locks import CORPUS, Waiting, writing
@@ -141,7 +142,7 @@ def _cluster_facts(
     report.links_changed = store.save(conn, model, groups, deleted, links, stored_links)
     for other in register_models(conn, config):
         if other.name != model.name and other.modality == "text":
-            report.other_model_vectors += store.refresh_other_vectors(conn, other)
+            report.other_model_vectors += refresh_other_vectors(conn, other)
 
     report.distilled_facts = len(groups)
     report.anchors = sum(g.anchor_key is not None for g in groups)

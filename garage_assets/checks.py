@@ -17,7 +17,7 @@ import psycopg
 from garage import invariants
 from garage.clusters import ClusterError
 from garage.embed import RegistryError
-from garage_assets.graph import facts_without_vectors
+from garage_assets.distilled_facts import facts_without_vectors
 from garage_assets.partitions import sources_partitions
 from resources.database import DatabaseResource
 

@@ -11,9 +11,10 @@ from garage.config import ConfigError, GarageConfig, load_config
 from garage.config.model import ScheduleConfig
 from garage_assets.automation import automation_sensor
 from garage_assets.checks import facts_checks, ingest_checks
+from garage_assets.distilled_facts import build_distilled_facts
 from garage_assets.embeddings import embedding_assets
 from garage_assets.facts import build_potential_facts
-from garage_assets.graph import build_distilled_facts, graph
+from garage_assets.graph import graph
 from garage_assets.ingest import ingest
 from garage_assets.jobs import downstream_jobs, ingest_job
 from resources.database import DatabaseResource
@@ -59,7 +60,7 @@ def build_definitions(config: GarageConfig | None) -> dg.Definitions:
     settings = _schedule_settings(config)
     # emb_<slug> and potential_fact_emb_<slug> follow their upstream through the eager
     # condition they are defined with; facts follow ingest only when facts.automatic says so;
-    # distilled_facts and graph are unpartitioned and on demand (see garage_assets.graph).
+    # distilled_facts and graph are unpartitioned and on demand (see garage_assets.distilled_facts).
     assets = [
         ingest,
         *embedding_assets(config),

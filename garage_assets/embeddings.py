@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
-import psycopg
 
 from garage.config import GarageConfig
-from garage.embed import RegisteredModel, RegistryError, backfill, register_models
+from garage.embed import RegisteredModel, RegistryError, embed
 from garage.embed.backfill import BackfillReport, Chunks
 from garage.embed.registry import configured_models
 from garage.inference import InferenceError
@@ -107,14 +106,13 @@ def _embed(
     ):
         conn.autocommit = True
         try:
-            current = _registered(conn, config, model)
-            report = backfill(
+            current = _configured(config, model)
+            reports = embed(
                 conn,
                 client,
-                current,
+                config,
+                model_names=[model.name],
                 source=source,
-                batch_size=config.embedding.batch_size,
-                batch_tokens=config.embedding.batch_tokens,
                 stop=stop,
                 waiting=Waiting(notify=context.log.info, stop=stop, door=door(context)),
                 chunks=chunks,
@@ -125,17 +123,16 @@ def _embed(
             raise dg.Failure(str(error)) from None
         except (InferenceError, RegistryError) as error:
             raise dg.Failure(str(error)) from None
-    if stop.requested:
-        context.log.warning(report.summary())
+    if stop.requested or not reports:
+        for report in reports:
+            context.log.warning(report.summary())
         raise dg.DagsterExecutionInterruptedError()
-    return report, current
+    return reports[0], current
 
 
-def _registered(
-    conn: psycopg.Connection[Any], config: GarageConfig, model: RegisteredModel
-) -> RegisteredModel:
-    registered = {m.name: m for m in register_models(conn, config)}
-    current = registered.get(model.name)
+def _configured(config: GarageConfig, model: RegisteredModel) -> RegisteredModel:
+    """The model as the config names it now (what ``embed`` registers)."""
+    current = {m.name: m for m in configured_models(config)}.get(model.name)
     if current is None:
         raise dg.Failure(
             f"{model.name} is no longer in the config's embedding.models; reload the code location"

@@ -17,10 +17,11 @@ from garage.cli.ask_cmd import ask_cmd
 from garage.cli.common import GarageContext, extensions
 from garage.cli.config_cmd import config_group
 from garage.cli.db_cmd import db_group
+from garage.cli.distilled_facts_cmd import cluster_facts_cmd
 from garage.cli.embed_cmd import embed_cmd, models_group
 from garage.cli.eval_cmd import eval_cmd
 from garage.cli.facts_cmd import enrich_facts_cmd, facts_group
-from garage.cli.graph_cmd import cluster_facts_cmd, graph_group
+from garage.cli.graph_cmd import graph_group
 from garage.cli.ingest_cmd import ingest_cmd
 from garage.cli.mcp_cmd import mcp_group, mcp_serve_cmd
 from garage.cli.search_cmd import search_cmd

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,9 @@ from garage.clusters import distill, level1, store
 from garage.clusters.anchors import AnchorIndex, anchor_groups
 from garage.clusters.grow import Attacher, full_groups
 from garage.clusters.model import Group, Node, Settings, unit
+from garage.clusters.report import ClusterReport
 from garage.config import GarageConfig
+from garage.embed.distilled import refresh_other_vectors
 from garage.embed.registry import RegisteredModel, register_models
 from garage.inference import InferenceError, LocalChatModel
 from garage.locks import CORPUS, Waiting, writing
@@ -31,60 +32,6 @@ Progress = Callable[[str, int], None]
 
 class ClusterError(Exception):
     """Clustering cannot run as configured; the message says what to change."""
-
-
-@dataclass
-class ClusterReport:
-    mode: str = ""
-    model: str = ""
-    facts: int = 0  # potential facts with a vector under the clustering model
-    metadata_facts: int = 0
-    documents_compared: int = 0
-    restatements: int = 0
-    representatives: int = 0
-    new_representatives: int = 0
-    distilled_facts: int = 0
-    anchors: int = 0
-    groups_of_several: int = 0
-    groups_new: int = 0
-    groups_kept: int = 0
-    groups_deleted: int = 0
-    groups_recentred: int = 0
-    anchored: int = 0  # inferred facts that joined an anchor
-    attached: int = 0  # new representatives that joined an existing group
-    stood_alone: int = 0
-    tight: int = 0
-    confirmed: int = 0
-    dissolved: int = 0
-    withheld_egress: int = 0  # groups with a communication the non-loopback model never saw
-    pending: int = 0  # waiting for a model (none configured, or it failed)
-    model_requests: int = 0
-    links_changed: int = 0
-    other_model_vectors: int = 0
-    seconds: float = 0.0
-    stopped: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        line = (
-            f"{self.mode} run under {self.model}: {self.facts} facts "
-            f"({self.restatements} restatements) -> {self.distilled_facts} distilled facts "
-            f"({self.groups_of_several} of several, {self.anchors} anchors); "
-            f"{self.groups_new} new, {self.groups_kept} kept, {self.groups_deleted} deleted, "
-            f"{self.groups_recentred} re-centred; {self.anchored} anchored, {self.attached} "
-            f"attached, {self.stood_alone} alone; {self.tight} tight, {self.confirmed} "
-            f"confirmed, {self.dissolved} dissolved, {self.pending} pending "
-            f"({self.seconds:.1f} s)"
-        )
-        if self.withheld_egress:
-            line += (
-                f"; {self.withheld_egress} groups holding mail or chats were not sent to a "
-                "model host off this machine, and dissolved"
-            )
-        return line + "".join(f"; {note}" for note in self.notes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def clustering_model(conn: psycopg.Connection[Any], config: GarageConfig) -> RegisteredModel:
@@ -195,7 +142,7 @@ def _cluster_facts(
     report.links_changed = store.save(conn, model, groups, deleted, links, stored_links)
     for other in register_models(conn, config):
         if other.name != model.name and other.modality == "text":
-            report.other_model_vectors += store.refresh_other_vectors(conn, other)
+            report.other_model_vectors += refresh_other_vectors(conn, other)
 
     report.distilled_facts = len(groups)
     report.anchors = sum(g.anchor_key is not None for g in groups)

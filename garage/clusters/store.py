@@ -286,39 +286,3 @@ def _write_vectors(
             " seed = EXCLUDED.seed, updated_at = now()"
         ).format(sql.Identifier(model.distilled_table))
     )
-
-
-def refresh_other_vectors(
-    conn: psycopg.Connection[Any],
-    model: RegisteredModel,
-    group_ids: list[int] | None = None,
-    *,
-    clustered_elsewhere: bool = False,
-) -> int:
-    """Under a model that did not cluster, a distilled fact's vector is the normalized mean of
-    its nodes' vectors there (an anchor's is its representative's): nothing is embedded.
-    ``group_ids`` None refreshes every group; ``clustered_elsewhere`` only those another model
-    grouped (what the embedding backfill asks for). Returns the rows written."""
-    scope: sql.Composable = (
-        sql.SQL("") if group_ids is None else sql.SQL(" AND g.id = ANY(%(ids)s)")
-    )
-    if clustered_elsewhere:
-        scope += sql.SQL(" AND g.model <> %(model)s")
-    statement = sql.SQL(
-        "WITH means AS ("
-        " SELECT g.id, l2_normalize(avg(p.embedding)) AS embedding"
-        " FROM distilled_facts g JOIN facts f ON f.distilled_fact_id = g.id"
-        " JOIN {pfe} p ON p.fact_id = f.id"
-        " WHERE f.restates_fact_id IS NULL"
-        " AND (g.anchor_key IS NULL OR f.id = g.representative_fact_id){scope}"
-        " GROUP BY g.id)"
-        " INSERT INTO {fe} (distilled_fact_id, embedding)"
-        " SELECT id, embedding FROM means"
-        " ON CONFLICT (distilled_fact_id) DO UPDATE SET embedding = EXCLUDED.embedding,"
-        " seed = NULL, updated_at = now()"
-    ).format(
-        pfe=sql.Identifier(model.fact_table), fe=sql.Identifier(model.distilled_table), scope=scope
-    )
-    with conn.transaction():
-        cur = conn.execute(statement, {"ids": group_ids, "model": model.name})
-        return cur.rowcount

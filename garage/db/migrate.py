@@ -1,4 +1,4 @@
-"""Forward-only schema migrations from the numbered SQL files in ``schema/``.
+"""Forward-only schema migrations from the numbered SQL files in ``garage/schema/``.
 
 Each file runs in its own transaction under an advisory lock (two processes migrating at once
 take turns), and is recorded with its checksum in ``schema_migrations``. A file that was applied
@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,17 @@ def schema_dir() -> Path:
     override = os.environ.get("GARAGE_SCHEMA_DIR")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "schema"
+    # Package data, found where the package is: a wheel installed anywhere migrates, not only
+    # a checkout or an editable install (the files are shipped unzipped, so this is a path).
+    return Path(str(resources.files("garage") / "schema"))
 
 
 def discover(directory: Path | None = None) -> list[Migration]:
     directory = schema_dir() if directory is None else directory
     if not directory.is_dir():
-        raise DatabaseError(f"schema folder {directory} not found; is Garage installed with -e?")
+        raise DatabaseError(
+            f"schema folder {directory} not found; is the garage package installed whole?"
+        )
     migrations = []
     for path in sorted(directory.iterdir()):
         if path.suffix != ".sql":

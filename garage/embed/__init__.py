@@ -9,10 +9,12 @@ import psycopg
 from garage.config import GarageConfig
 from garage.embed.backfill import (
     BackfillReport,
+    Chunks,
     DimensionMismatch,
     Progress,
     backfill,
 )
+from garage.embed.distilled import refresh_other_vectors
 from garage.embed.registry import (
     RegisteredModel,
     RegistryError,
@@ -58,9 +60,14 @@ def embed(
     progress: Progress | None = None,
     stop: StopSignal | None = None,
     waiting: Waiting | None = None,
+    chunks: Chunks = "all",
 ) -> list[BackfillReport]:
     """Register the configured models, then backfill each (or those named) in turn; a
-    ``stop`` request ends the run after the batch in flight."""
+    ``stop`` request ends the run after the batch in flight.
+
+    The embedding stage's one entry point: ``garage embed`` runs it over every chunk, the
+    ``emb_<slug>`` and ``potential_fact_emb_<slug>`` assets for one model and one source, on
+    the content chunks or the potential facts' (``chunks``)."""
     models = register_models(conn, config)
     if model_names:
         wanted = set(model_names)
@@ -88,17 +95,17 @@ def embed(
                 progress=progress,
                 stop=stop,
                 waiting=waiting,
+                chunks=chunks,
             )
         )
     # Distilled facts get their vector under a model that did not cluster them from their
-    # nodes' new vectors there: nothing is embedded for them.
-    from garage.clusters.store import refresh_other_vectors
-
+    # nodes' new vectors there (embed/distilled.py); only new fact vectors can change it.
     # Distilled facts are corpus-wide: written under the lock cluster-facts holds.
-    with writing(conn, CORPUS, "embed", waiting):
-        for model in models:
-            if model.modality == "text" and reports:
-                refresh_other_vectors(conn, model, clustered_elsewhere=True)
+    if chunks != "content":
+        with writing(conn, CORPUS, "embed", waiting):
+            for model in models:
+                if model.modality == "text" and reports:
+                    refresh_other_vectors(conn, model, clustered_elsewhere=True)
     has_image_model = any(m.modality == "image" for m in registered_models(conn))
     if not has_image_model:
         for report in reports:

@@ -1,4 +1,5 @@
-"""What one ``enrich-facts`` run did: the counts a person reads at its end, and its error."""
+"""What one enrich-facts run did: its counts, and the line `garage enrich-facts` prints (the
+potential_facts asset shows the same counts)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ then `garage down`. Everything in subprocesses, on loopback."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import psycopg
 from psycopg import sql
 
 from garage_assets.commands import group_members
+from tests.dagster.helpers import dagster_env
 from tests.integration.ingest_helpers import write_markdown
 from tests.servers import free_port
 
@@ -64,13 +64,7 @@ def test_up_backfill_materialize_down(migrated_db: str, pg_server_url: str, tmp_
         )
     )
     home = tmp_path / "dagster"
-    env = dict(
-        os.environ,
-        GARAGE_CONFIG=str(config),
-        GARAGE_DATABASE_URL=migrated_db,
-        GARAGE_DATA_DIR=str(tmp_path / "data"),
-        DAGSTER_HOME=str(home),
-    )
+    env = dagster_env(config, tmp_path / "data", home, migrated_db)
     garage = [sys.executable, "-m", "garage.cli"]
     port = free_port()
     up: dict[str, object] = {}

@@ -5,7 +5,6 @@ deleted."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from dagster_graphql import DagsterGraphQLClient
 from psycopg import sql
 
 from garage.config import load_config
+from tests.dagster.helpers import dagster_env
 from tests.dagster.test_dagster_cli import _run
 from tests.integration.ingest_helpers import PROSE, run_ingest
 from tests.servers import free_port
@@ -58,13 +58,7 @@ def test_terminating_a_run_mid_walk_deletes_nothing(
     write_notes(folder, "second")  # every note changed: the next run reads them all again
 
     home = tmp_path / "dagster"
-    env = dict(
-        os.environ,
-        GARAGE_CONFIG=str(config_path),
-        GARAGE_DATABASE_URL=migrated_db,
-        GARAGE_DATA_DIR=str(tmp_path / "data"),
-        DAGSTER_HOME=str(home),
-    )
+    env = dagster_env(config_path, tmp_path / "data", home, migrated_db)
     garage = [sys.executable, "-m", "garage.cli"]
     port = free_port()
     try:

@@ -18,9 +18,10 @@ import psycopg
 import pytest
 
 from garage_assets.checks import every_potential_fact_has_a_vector
+from garage_assets.distilled_facts import build_distilled_facts
 from garage_assets.embeddings import embedding_assets
 from garage_assets.facts import build_potential_facts
-from garage_assets.graph import build_distilled_facts, graph
+from garage_assets.graph import graph
 from garage_assets.ingest import ingest
 from resources.database import DatabaseResource
 from resources.inference import EgressGuardResource, InferenceResource

@@ -3,10 +3,6 @@ facts.automatic, and materialized for one source partition by the `dagster` CLI.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -17,9 +13,8 @@ from garage_assets.definitions import defs
 from garage_assets.facts import build_potential_facts
 from garage_assets.partitions import instance_at, register_source
 from tests.conftest import LlamaServers
+from tests.dagster.helpers import materialize, one_source_env
 from tests.integration.facts_helpers import facts_config, write_folder
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_potential_facts_is_defined_and_manual_by_default() -> None:
@@ -42,28 +37,11 @@ def test_materialize_one_partition_from_the_dagster_cli(
     folder = write_folder(tmp_path / "mixed")
     config = facts_config(llama, folder, migrated_db)
     raw = config.model_dump(mode="json", exclude_defaults=True)
-    raw["sources"] = [{"name": "mixed", "roots": [str(folder)]}]
-    raw["schedule"] = {"enabled": False, "watch": False}
-    path = tmp_path / "garage.json"
-    path.write_text(json.dumps(raw))
-    home = tmp_path / "dagster"
-    home.mkdir()
+    env, home = one_source_env(tmp_path, raw, "mixed", folder, migrated_db)
     with instance_at(home) as instance:
         register_source(instance, "mixed")
-    env = dict(
-        os.environ,
-        GARAGE_CONFIG=str(path),
-        GARAGE_DATABASE_URL=migrated_db,
-        GARAGE_DATA_DIR=str(tmp_path / "data"),
-        DAGSTER_HOME=str(home),
-    )
     for selection in ("documents,chunks", "potential_facts"):
-        result = subprocess.run(
-            [sys.executable, "-m", "dagster", "asset", "materialize", "-m",
-             "garage_assets.definitions", "--select", selection, "--partition", "mixed"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr[-3000:]
+        materialize(env, "--select", selection, "--partition", "mixed")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         event = instance.get_latest_materialization_event(dg.AssetKey("potential_facts"))
         assert event is not None and event.asset_materialization is not None

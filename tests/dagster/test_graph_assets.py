@@ -5,9 +5,6 @@ projects), and materialized by the `dagster` CLI with counts in their metadata."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -18,9 +15,8 @@ from garage.embed.registry import configured_models
 from garage_assets import definitions
 from garage_assets.definitions import build_definitions, defs
 from tests.conftest import LlamaServers
+from tests.dagster.helpers import materialize, one_source_env
 from tests.integration.cluster_helpers import build_corpus
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _keys(*names: str) -> set[dg.AssetKey]:
@@ -56,27 +52,10 @@ def test_materialize_distilled_facts_and_graph_from_the_dagster_cli(
     folder = tmp_path / "mixed"
     config = build_corpus(migrated_db, llama, folder)
     raw = config.model_dump(mode="json", exclude_defaults=True, by_alias=True)
-    raw["sources"] = [{"name": "mixed", "roots": [str(folder)]}]
-    raw["schedule"] = {"enabled": False, "watch": False}
-    path = tmp_path / "garage.json"
-    path.write_text(json.dumps(raw))
-    home = tmp_path / "dagster"
-    home.mkdir()
-    env = dict(
-        os.environ,
-        GARAGE_CONFIG=str(path),
-        GARAGE_DATABASE_URL=migrated_db,
-        GARAGE_DATA_DIR=str(tmp_path / "data"),
-        DAGSTER_HOME=str(home),
-    )
+    env, home = one_source_env(tmp_path, raw, "mixed", folder, migrated_db)
     run_config = json.dumps({"ops": {"distilled_facts": {"config": {"ask_model": False}}}})
     for selection, extra in (("distilled_facts", ["--config-json", run_config]), ("graph", [])):
-        result = subprocess.run(
-            [sys.executable, "-m", "dagster", "asset", "materialize", "-m",
-             "garage_assets.definitions", "--select", selection, *extra],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr[-3000:]
+        materialize(env, "--select", selection, *extra)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         metadata = {}
         for key in ("distilled_facts", "graph"):

@@ -22,9 +22,9 @@ import pytest
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from garage.db.migrate import ensure_migrated
+from garage.db.migrate import ensure_migrated, schema_dir
 from garage.ingest import store
-from tests.conftest import ROOT, _with_database
+from tests.conftest import _with_database
 from tests.integration.ingest_helpers import make_config, run_ingest
 from tests.material import material
 
@@ -60,7 +60,7 @@ def _per_row_insert(
 
 def _trigger_of_004() -> str:
     """Migration 004's ``bm25_chunks_inserted``, exactly as that file defines it."""
-    text = (ROOT / "schema" / "004_bm25.sql").read_text()
+    text = (schema_dir() / "004_bm25.sql").read_text()
     found = re.search(r"CREATE FUNCTION bm25_chunks_inserted\(\).*?\n\$\$;", text, flags=re.DOTALL)
     assert found is not None
     return found.group(0).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)

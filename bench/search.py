@@ -12,7 +12,7 @@ Prints p50/p95 of ``garage.search`` for each mode side by side (hybrid once per 
 database only (the same statement with the query's vector computed beforehand), and the ratio
 hybrid / max(vector, keyword). Target: hybrid p50 <= 30 ms, p95 <= 80 ms, ratio <= 1.5.
 
-It also answers the BM25 question of garage/schema/004_bm25.sql: statistics kept by triggers in the
+It also answers the BM25 question of schema/004_bm25.sql: statistics kept by triggers in the
 chunk's transaction, or derived at query time? It prints (a) the ingest cost of the triggers —
 the same new chunks stored through ``store_document`` with the bm25 triggers enabled and
 disabled, alternately — and (b) keyword latency over the maintained postings against

@@ -1,4 +1,8 @@
-"""Forward-only schema migrations from the numbered SQL files in ``garage/schema/``.
+"""Forward-only schema migrations from the numbered SQL files in ``schema/``.
+
+The files live at the top of the project, where people look for them, and reach the package
+as ``garage/schema``, a link to that folder: a wheel copies them in as package data, so an
+install that is not a checkout migrates too.
 
 Each file runs in its own transaction under an advisory lock (two processes migrating at once
 take turns), and is recorded with its checksum in ``schema_migrations``. A file that was applied

@@ -12,7 +12,7 @@ BM25 (Lucene's form, whose idf never goes negative)::
                         · tf · (k1 + 1) / (tf + k1 · (1 - b + b · dl / avgdl))
 
 over the distinct query terms t, with tf, dl and df from ``bm25_postings`` and N, avgdl from
-``bm25_corpus`` (garage/schema/004_bm25.sql, kept exact by triggers). Statistics are corpus-wide: a
+``bm25_corpus`` (schema/004_bm25.sql, kept exact by triggers). Statistics are corpus-wide: a
 filter narrows the candidates, not the meaning of a term's rarity.
 
 Each function returns CTEs defining ``kw(chunk_id, rank, score)``: at most ``candidates`` rows,
@@ -25,7 +25,7 @@ from psycopg import sql
 
 from garage.search.filters import FILTER_JOINS, Filters
 
-TS_CONFIG = "english"  # what chunks.tsv is built with (garage/schema/001_core.sql)
+TS_CONFIG = "english"  # what chunks.tsv is built with (schema/001_core.sql)
 
 _TERMS = sql.SQL(
     "kw_terms AS (SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector({cfg}, %(text)s)))"

@@ -1,0 +1,145 @@
+"""The pages over HTTP against a real corpus: each answers with its security headers, hostile
+text comes back escaped, reads are read-only, and the guard in front refuses what it refuses
+for the Dagster UI."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from garage.pages.app import Pages
+from tests.conftest import LlamaServers
+from tests.pages.site import SEEDED, Site, pages_site
+
+
+@pytest.fixture(scope="module")
+def site(
+    pg_server_url: str, llama: LlamaServers, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Site]:
+    with pages_site(pg_server_url, llama, tmp_path_factory.mktemp("pages")) as built:
+        yield built
+
+
+def _get(site: Site, path: str, **params: str) -> httpx.Response:
+    return httpx.get(site.url + path, params=params, timeout=60, trust_env=False)
+
+
+def pages(site: Site) -> list[str]:
+    return [
+        "/search?q=" + SEEDED.replace(" ", "+"),
+        "/search",
+        "/ask",
+        f"/document/{site.hostile_id}",
+        f"/document/{site.mail_id}",
+        "/facts",
+        "/facts?text=torch",
+        "/graph",
+        f"/graph?v=Document:{site.hostile_id}&hops=2",
+        "/graph?find=quartz",
+        "/sources",
+    ]
+
+
+def test_every_page_answers_with_its_policy_and_no_raw_markup_from_the_index(site: Site) -> None:
+    for path in pages(site):
+        response = httpx.get(site.url + path, timeout=60, trust_env=False)
+        assert response.status_code == 200, (path, response.text[-2000:])
+        csp = response.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "default-src 'none'" in csp
+        assert response.headers["x-content-type-options"] == "nosniff"
+        body = response.text
+        # Only our own script tags, and no markup the index holds.
+        assert all(src == "/garage/static/ask.js" for src in
+                   re.findall(r'<script src="([^"]+)"', body)), path  # fmt: skip
+        assert "<script>" not in body and "onerror=alert" not in body.replace("onerror=alert", "")
+        for hostile in ("<img src=x onerror", "<b onmouseover", "<script>alert"):
+            assert hostile not in body, (path, hostile)
+        assert not re.search(r"<(?:img|iframe|object|embed|link)\b[^>]*\bsrc=\"?https?:", body)
+
+
+def test_hostile_text_is_shown_escaped(site: Site) -> None:
+    body = _get(site, f"/document/{site.hostile_id}").text
+    assert "&lt;script&gt;alert(&#x27;note&#x27;)&lt;/script&gt;" in body
+    assert "/&quot;&gt;&lt;img src=x onerror=alert(1)&gt;.md</dd>" in body
+    mail = _get(site, f"/document/{site.mail_id}").text
+    assert "&lt;img src=x onerror=alert(3)&gt;" in mail
+    facts = _get(site, "/facts", text="torch").text
+    assert "&lt;b onmouseover=alert(2)&gt;torch&lt;/b&gt;" in facts
+
+
+def test_search_marks_the_words_and_links_to_the_chunk(site: Site) -> None:
+    body = _get(site, "/search", q=SEEDED, mode="keyword").text
+    assert "<mark>quartz</mark>" in body.lower() or "<mark>Quartz</mark>" in body
+    assert re.search(r"\d+ hits in \d+ ms \(keyword\)", body)
+    link = re.search(rf'href="(/garage/document/{site.hostile_id}\?s=\d+&amp;e=\d+#chunk)"', body)
+    assert link, body[-3000:]
+    document = httpx.get(
+        f"http://127.0.0.1:{site.port}" + link.group(1).replace("&amp;", "&"), trust_env=False
+    ).text
+    assert 'id="chunk"' in document and 'class="chunk"' in document
+
+
+def test_a_search_without_an_embedding_server_says_it_is_keyword_only(site: Site) -> None:
+    config = site.config.model_copy(deep=True)
+    config.embedding.models[0].host = "http://127.0.0.1:9"
+    from garage.pages.serve import serving
+    from tests.servers import free_port
+
+    port = free_port()
+    with serving(config, site.database_url, port=port) as base:
+        body = httpx.get(base + "/search", params={"q": SEEDED}, trust_env=False, timeout=60).text
+    assert "Degraded: keyword-only" in body and "(keyword)" in body
+
+
+def test_the_graph_page_draws_rings_and_links_each_vertex(site: Site) -> None:
+    body = _get(site, "/graph", v=f"Document:{site.hostile_id}", hops="2").text
+    assert body.count('class="ring"') >= 1 and '<svg class="graph"' in body
+    assert re.search(r'<a class="vertex v-Document start" href="/garage/graph\?v=Document', body)
+    assert re.search(r'<a class="vertex v-Author" href="/garage/graph\?v=Author%3A\d+&amp;hops=2"',
+                     body)  # fmt: skip
+
+
+def test_the_sources_page_links_each_source_to_its_dagster_partition(site: Site) -> None:
+    body = _get(site, "/sources").text
+    for name in ("docs", "notes", "mail"):
+        assert f'href="/assets/documents?view=partitions&amp;partition={name}"' in body
+    assert "complete, finished" in body and "pending embeddings" in body
+
+
+def test_facts_page_shows_counts_and_the_distilled_fact_with_members(site: Site) -> None:
+    body = _get(site, "/facts").text
+    assert "3 facts in 2 documents" in body
+    assert f"The {SEEDED} is in May." in body and "2 members" in body
+
+
+def test_reads_are_read_only(site: Site) -> None:
+    pages = Pages(site.config, site.database_url)
+    with pages.reader() as conn:
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("DELETE FROM facts")
+        timeout = conn.execute("SHOW statement_timeout").fetchone()
+        assert timeout is not None and next(iter(timeout.values())) == "30s"
+
+
+def test_the_guard_refuses_a_forged_host_and_another_sites_post(site: Site) -> None:
+    forged = {"Host": f"attacker.example:{site.port}"}
+    assert httpx.get(site.url + "/search", headers=forged, trust_env=False).status_code == 421
+    other = {"Origin": "http://attacker.example"}
+    response = httpx.post(site.url + "/ask", data={"q": "x"}, headers=other, trust_env=False)
+    assert response.status_code == 403
+    assert httpx.get(site.url + "/static/../app.py", trust_env=False).status_code == 404
+
+
+def test_a_missing_document_is_a_page_not_a_crash(site: Site) -> None:
+    response = _get(site, "/document/999999999")
+    assert response.status_code == 400 and "no document with id" in response.text
+
+
+def test_the_static_files_ship_in_the_package() -> None:
+    folder = Path(__file__).resolve().parents[2] / "garage" / "pages" / "static"
+    assert {p.name for p in folder.iterdir()} >= {"garage.css", "ask.js", "icon.svg"}

@@ -5,7 +5,6 @@ for the Dagster UI."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -13,16 +12,7 @@ import psycopg
 import pytest
 
 from garage.pages.app import Pages
-from tests.conftest import LlamaServers
-from tests.pages.site import SEEDED, Site, pages_site
-
-
-@pytest.fixture(scope="module")
-def site(
-    pg_server_url: str, llama: LlamaServers, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Site]:
-    with pages_site(pg_server_url, llama, tmp_path_factory.mktemp("pages")) as built:
-        yield built
+from tests.pages.site import SEEDED, Site
 
 
 def _get(site: Site, path: str, **params: str) -> httpx.Response:

@@ -137,8 +137,9 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
         cancel = threading.Event()
 
         def work() -> Html:
-            result = _answer(pages, question, agent, cancel, lambda _: None)
-            return Html(views.ask_form(question, agent) + result)
+            options = _ask_options(form)
+            result = _answer(pages, question, agent, cancel, lambda _: None, options)
+            return Html(views.ask_form(question, agent, *options) + result)
 
         try:
             return await threaded(work, "Ask", "ask")
@@ -147,7 +148,12 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
 
     async def ask_stream(request: Request) -> Any:
         form = await _form(request)
-        return AnswerStream(pages, form.get("q", ""), bool(form.get("agent")))
+        try:
+            options = _ask_options(form)
+        except ValueError as error:
+            return Response(json.dumps({"error": str(error)}) + "\n", status_code=400,
+                            media_type="application/x-ndjson")  # fmt: skip
+        return AnswerStream(pages, form.get("q", ""), bool(form.get("agent")), options)
 
     # -- Document -------------------------------------------------------------------------
     async def document_page(request: Request) -> Response:
@@ -336,12 +342,29 @@ def _search(pages: Pages, conn: Any, params: Mapping[str, str]) -> Any:
     return search(conn, pages.config, query)
 
 
+def _ask_options(form: Mapping[str, str]) -> tuple[int, int]:
+    """(excerpts, answer tokens) from the form, in the bounds rag_ask takes."""
+    from garage.ask import ANSWER_TOKENS, DEFAULT_EXCERPTS, MAX_ANSWER_TOKENS, MAX_EXCERPTS
+
+    try:
+        limit = int(form.get("limit") or DEFAULT_EXCERPTS)
+        tokens = int(form.get("tokens") or ANSWER_TOKENS)
+    except ValueError:
+        raise ValueError("excerpts and answer length are whole numbers") from None
+    if not 1 <= limit <= MAX_EXCERPTS or not 16 <= tokens <= MAX_ANSWER_TOKENS:
+        raise ValueError(
+            f"excerpts: 1 to {MAX_EXCERPTS}; longest answer: 16 to {MAX_ANSWER_TOKENS} tokens"
+        )
+    return limit, tokens
+
+
 def _answer(
     pages: Pages,
     question: str,
     agent: bool,
     cancel: threading.Event,
     emit: Callable[[dict[str, Any]], None],
+    options: tuple[int, int],
 ) -> Html:
     """Answer ``question`` (rag_ask, or rag_agent), sending pieces and progress to ``emit``;
     the result as HTML."""
@@ -368,6 +391,8 @@ def _answer(
                 conn,
                 config,
                 question[:4000],
+                limit=options[0],
+                answer_tokens=options[1],
                 model=model,
                 on_text=lambda piece: emit({"text": piece}),
                 on_progress=lambda _done, _total, message: emit({"progress": message}),
@@ -382,8 +407,8 @@ class AnswerStream:
     when the client disconnects, or the response cannot be sent, its cancel event is set and
     the generation stops."""
 
-    def __init__(self, pages: Pages, question: str, agent: bool):
-        self.pages, self.question, self.agent = pages, question, agent
+    def __init__(self, pages: Pages, question: str, agent: bool, options: tuple[int, int]):
+        self.pages, self.question, self.agent, self.options = pages, question, agent, options
         self.cancel = threading.Event()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -396,7 +421,9 @@ class AnswerStream:
 
         def work() -> None:
             try:
-                html = _answer(self.pages, self.question, self.agent, self.cancel, emit)
+                html = _answer(
+                    self.pages, self.question, self.agent, self.cancel, emit, self.options
+                )
                 emit({"html": str(html)})
             except EXPECTED as error:
                 emit({"error": _message(error)})

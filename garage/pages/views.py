@@ -131,7 +131,7 @@ def search_results(response: Any, page_ms: float | None = None) -> Html:
 # -- Ask --------------------------------------------------------------------------------------
 
 
-def ask_form(question: str = "", agent: bool = False) -> Html:
+def ask_form(question: str = "", agent: bool = False, excerpts: int = 6, tokens: int = 400) -> Html:
     checked = " checked" if agent else ""
     return Html(
         f'<form class="query" id="ask" method="post" action="{url("/ask")}">'
@@ -142,7 +142,14 @@ def ask_form(question: str = "", agent: bool = False) -> Html:
         + '<div class="row"><button type="submit">Ask</button>'
         + '<button type="button" id="stop" hidden>Stop</button>'
         + f'<label><input type="checkbox" name="agent" value="1"{checked}> let the model'
-        + " search and read (rag_agent)</label></div></form>"
+        + " search and read (rag_agent)</label></div>"
+        + '<details class="filters"><summary>Options</summary><div class="grid">'
+        + field("excerpts", text_input("limit", excerpts, type="number", min="1", max="20"))
+        + field(
+            "longest answer (tokens)",
+            text_input("tokens", tokens, type="number", min="16", max="4096"),
+        )  # fmt: skip
+        + "</div></details></form>"
         + '<div id="progress" role="status" aria-live="polite"></div>'
         + '<div id="result" aria-live="polite"></div>'
     )

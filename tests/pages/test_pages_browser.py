@@ -141,10 +141,18 @@ def test_a_search_by_keyboard_finds_the_seeded_phrase_and_opens_its_chunk(
     watch.clean()
 
 
+def _question(page: Any) -> None:
+    """The question, on three excerpts and a short answer: a shared two-core machine."""
+    page.fill("textarea[name=q]", QUESTION)
+    page.click("details.filters summary")
+    page.fill("input[name=limit]", "3")
+    page.fill("input[name=tokens]", "64")
+
+
 def test_an_answer_streams_and_its_citation_opens_the_document(browser: Any, site: Site) -> None:
     page, watch = _page(browser, site)
     page.goto(site.url + "/ask")
-    page.fill("textarea[name=q]", QUESTION)
+    _question(page)
     page.click("button[type=submit]")
     lengths: list[int] = []
     deadline = time.monotonic() + 240
@@ -209,7 +217,7 @@ def test_stop_ends_the_models_generation(browser: Any, site: Site) -> None:
 def test_without_javascript_the_answer_arrives_whole(browser: Any, site: Site) -> None:
     page, watch = _page(browser, site, java_script_enabled=False)
     page.goto(site.url + "/ask")
-    page.fill("textarea[name=q]", QUESTION)
+    _question(page)
     # The POST's page comes back when the model has finished: the click does not wait for it.
     with page.expect_navigation(timeout=300_000):
         page.click("button[type=submit]", no_wait_after=True)

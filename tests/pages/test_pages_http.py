@@ -133,3 +133,23 @@ def test_a_missing_document_is_a_page_not_a_crash(site: Site) -> None:
 def test_the_static_files_ship_in_the_package() -> None:
     folder = Path(__file__).resolve().parents[2] / "garage" / "pages" / "static"
     assert {p.name for p in folder.iterdir()} >= {"garage.css", "ask.js", "icon.svg"}
+
+
+def test_an_index_without_a_graph_says_how_to_get_one(migrated_db: str, site: Site) -> None:
+    from garage.pages.serve import serving
+    from tests.servers import free_port
+
+    with serving(site.config, migrated_db, port=free_port()) as base:
+        body = httpx.get(base + "/graph", trust_env=False, timeout=60).text
+        sources = httpx.get(base + "/sources", trust_env=False, timeout=60).text
+    assert "No graph here" in body and "garage graph rebuild" in body and "scripts/pg-age" in body
+    assert "No sources yet" in sources
+
+
+def test_the_pages_listen_on_loopback_only(site: Site) -> None:
+    from garage.pages.serve import serving
+
+    for host in ("0.0.0.0", "192.168.1.20"):
+        with pytest.raises(ValueError, match="loopback only"):
+            with serving(site.config, site.database_url, host=host, port=1):
+                pass

@@ -76,3 +76,49 @@ def test_rings_put_each_hop_further_out_and_titles_are_escaped() -> None:
     svg = graph_svg(hood)
     assert "<script>" not in svg and "&lt;script&gt;start" in svg
     assert 'href="/garage/graph?v=Document%3A4&amp;hops=2"' in svg
+
+
+def _citation(number: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        number=number, document_id=7, chunk_id=1, uri="file:///n/a.md", title="<i>A</i>",
+        source="notes", corpus_class="document", author=None, start_offset=0, end_offset=5,
+        excerpt="<script>x",
+    )  # fmt: skip
+
+
+def _asked(**fields: object) -> SimpleNamespace:
+    values: dict[str, object] = dict(
+        question="q", answer="It is 3 [1].", citations=[_citation(1)], model="m",
+        search_mode="hybrid", degraded=None, withheld=0, notes=[], cited=[1], unresolved=[],
+        not_in_excerpts=False, finish="stop", took_ms=1200.0,
+    )  # fmt: skip
+    values.update(fields)
+    return SimpleNamespace(**values)
+
+
+def test_an_answer_links_its_citations_and_a_refusal_is_shown_as_such() -> None:
+    from garage.pages.views import ask_result
+
+    answered = ask_result(_asked())
+    assert '<a class="cite" href="#excerpt-1">[1]</a>' in answered
+    assert 'id="excerpt-1"' in answered and "/garage/document/7?s=0&amp;e=5#chunk" in answered
+    assert "&lt;script&gt;x" in answered and "<script>" not in answered
+    refused = ask_result(_asked(answer="Not in the excerpts.", not_in_excerpts=True, cited=[]))
+    assert "<strong>Not in the excerpts.</strong>" in refused
+
+
+def test_the_agents_steps_and_documents_are_listed_escaped() -> None:
+    from garage.pages.views import agent_result
+
+    step = SimpleNamespace(
+        number=1, tool="rag_search", arguments={"query": "<b>"}, ok=True, error=None,
+        result="[doc 7] <img src=x>", preset=True, reply="",
+    )  # fmt: skip
+    cited = SimpleNamespace(document_id=7, uri="file:///n/a.md", title=None, source="notes",
+                            corpus_class="document")  # fmt: skip
+    result = SimpleNamespace(question="q", answer="<b>done</b>", steps=[step], citations=[cited],
+                             model="m", stopped="answer", notes=[])  # fmt: skip
+    html = agent_result(result)
+    assert "rag_search(query=&#x27;&lt;b&gt;&#x27;)" in html
+    assert "&lt;img src=x&gt;" in html and "<img" not in html and "&lt;b&gt;done" in html
+    assert 'href="/garage/document/7"' in html and "/n/a.md" in html

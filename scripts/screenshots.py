@@ -121,7 +121,7 @@ def shoot(base: str, out: Path) -> None:
         save("ask", full=True)
         page.goto(f"{base}/facts")
         save("facts")
-        page.goto(f"{base}/graph?find=Lisbon")
+        page.goto(f"{base}/graph?find=Lisbon&label=Document")
         page.locator("ul.found a").first.click()
         page.wait_for_load_state("load")
         page.select_option("select[name=hops]", "2")

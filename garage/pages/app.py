@@ -16,12 +16,12 @@ Stop button, or leaving the page) the request's cancel event stops the generatio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
@@ -38,7 +38,13 @@ from garage.db import DatabaseError
 from garage.inference import InferenceError
 from garage.pages import views
 from garage.pages.html import PREFIX, SECURITY_HEADERS, Html, page, tag
-from garage.pages.queries import chunk_span, distilled_facts, distilled_of, source_health
+from garage.pages.queries import (
+    chunk_span,
+    distilled_facts,
+    distilled_of,
+    source_health,
+    source_names,
+)
 
 log = logging.getLogger("garage.pages")
 
@@ -53,12 +59,21 @@ DOCUMENT_CHARS = 100_000  # the most of a document one page shows (the window ho
 EXPECTED = (ValueError, DatabaseError, InferenceError, QueryCanceled, LookupError)
 
 
-@dataclass
-class Pages:
-    """What every page reads through: the config and a read-only connection per request."""
+IDLE_CONNECTIONS = 4  # kept open between requests: opening one costs more than a search
 
-    config: GarageConfig
-    database_url: str | None = None  # None: resolved from the config on the first request
+
+class Pages:
+    """What every page reads through: the config, and read-only, time-limited connections
+    (set up as the MCP tools' are, ``garage.mcp.runtime``) kept open between requests, since
+    opening one (TCP, SCRAM) costs as much as the search a page shows. A connection that
+    failed, or is not idle when its request ends, is closed rather than kept."""
+
+    def __init__(self, config: GarageConfig, database_url: str | None = None):
+        self.config = config
+        self.database_url = database_url  # None: resolved from the config on first use
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+        self._client: Any = None
 
     @property
     def url(self) -> str:
@@ -68,12 +83,62 @@ class Pages:
             self.database_url = resolve_url(self.config)
         return self.database_url
 
+    def _open(self) -> Any:
+        from garage.db import connect
+        from garage.mcp.runtime import STATEMENT_TIMEOUT_MS
+
+        conn = connect(self.url, autocommit=True)
+        conn.execute("SET default_transaction_read_only = on")
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, false)", (str(STATEMENT_TIMEOUT_MS),)
+        )
+        return conn
+
     @contextmanager
     def reader(self) -> Iterator[Any]:
-        from garage.mcp.runtime import Runtime
+        """A read-only connection with a statement timeout, for one request."""
+        from psycopg.pq import TransactionStatus
 
-        with Runtime(self.config, self.url).reader() as conn:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None or conn.closed or conn.broken:
+            conn = self._open()
+        kept = False
+        try:
             yield conn
+            if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+                with self._lock:
+                    if len(self._idle) < IDLE_CONNECTIONS:
+                        self._idle.append(conn)
+                        kept = True
+        finally:
+            if not kept:
+                conn.close()
+
+    @property
+    def client(self) -> Any:
+        """One inference client for every search's query embedding (its HTTP connections to
+        the model server kept alive), set up as ``garage.search`` sets up its own."""
+        with self._lock:
+            if self._client is None:
+                from garage.inference import EgressGuard, InferenceClient
+
+                self._client = InferenceClient(
+                    EgressGuard.from_config(self.config),
+                    timeout=self.config.search.embed_timeout_seconds,
+                    retries=1,
+                    backoff=0.2,
+                )
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+            client, self._client = self._client, None
+        for conn in idle:
+            conn.close()
+        if client is not None:
+            client.close()
 
 
 def _message(error: BaseException) -> str:
@@ -113,11 +178,8 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
         params = _params(request)
 
         def work() -> Html:
-            from garage.search import list_sources
-
             with pages.reader() as conn:
-                sources = [s.name for s in list_sources(conn)]
-                form = views.search_form(params, sources)
+                form = views.search_form(params, source_names(conn))
                 if not params.get("q"):
                     return form
                 try:
@@ -192,11 +254,10 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
 
         def work() -> Html:
             from garage.facts.browse import FactQuery, fact_stats, list_facts
-            from garage.search import list_sources
 
             offset = int(params.get("offset", "0") or 0)
             with pages.reader() as conn:
-                sources = [s.name for s in list_sources(conn)]
+                sources = source_names(conn)
                 stats = fact_stats(conn)
                 classes = sorted({c.fact_class for c in stats.by_source_and_class})
                 form = views.facts_form(params, sources, classes, sorted(stats.by_prompt))
@@ -287,7 +348,15 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
     async def home(request: Request) -> Response:
         return RedirectResponse(f"{PREFIX}/search", status_code=303)
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            pages.close()
+
     app = Starlette(
+        lifespan=lifespan,
         routes=[
             Route(PREFIX, home),
             Route(f"{PREFIX}/", home),
@@ -299,7 +368,7 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
             Route(f"{PREFIX}/graph", graph_page),
             Route(f"{PREFIX}/sources", sources_page),
             Route(f"{PREFIX}/static/{{name}}", static),
-        ]
+        ],
     )
     return SecurityHeaders(app)  # type: ignore[return-value]
 
@@ -339,7 +408,7 @@ def _search(pages: Pages, conn: Any, params: Mapping[str, str]) -> Any:
         direction=params.get("direction") or None,  # type: ignore[arg-type]
         sender=params.get("sender") or None,
     )
-    return search(conn, pages.config, query)
+    return search(conn, pages.config, query, client=pages.client)
 
 
 def _ask_options(form: Mapping[str, str]) -> tuple[int, int]:

@@ -313,7 +313,8 @@ def facts_form(params: Mapping[str, str], sources: Sequence[str], classes: Seque
             placeholder="Words in the fact",
         )  # fmt: skip
         + '<button type="submit">Filter</button><div class="grid">'
-        + f'<label><input type="checkbox" name="substring" value="1"{substring}> substring</label>'
+        + '<label class="check"><input type="checkbox" name="substring" value="1"'
+        + f"{substring}> substring</label>"
         + field(
             "source", select("source", choices(sources, "every source"), params.get("source", ""))
         )  # fmt: skip
@@ -589,7 +590,7 @@ def neighbourhood_view(hood: Any) -> Html:
         listing.append(f"<h3>{ring} hop{'s' if ring > 1 else ''}</h3><ul>{entries}</ul>")
     doc_link = ""
     if start.label == "Document" and start.id is not None:
-        doc_link = " · " + link(document_url(start.id), "open the document")
+        doc_link = tag("p", link(document_url(start.id), "Open the document"), class_="links")
     truncated = tag("p", "Cut at 500 vertices.", class_="note") if hood.truncated else ""
     return Html(
         '<h2 id="start">'

@@ -33,6 +33,8 @@ HOSTILE_NOTE = (
     "# Notes <script>alert('note')</script>\n\n"
     f"The {SEEDED} opens on the ninth of May in the old harbour. "
     "Bring a <b onmouseover=alert(2)>torch</b> and warm clothes.\n"
+    # One unbroken word wider than a phone: the pages must wrap it, not scroll sideways.
+    f"Reference {'7' * 160}\n"
 )
 HOSTILE_MAIL = """\
 From: Mallory <mallory@example.net>

@@ -203,8 +203,14 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
             result = _answer(pages, question, agent, cancel, lambda _: None, options)
             return Html(views.ask_form(question, agent, *options) + result)
 
+        # Leaving the page before the answer is whole closes the request: the model stops.
+        answering = asyncio.ensure_future(threaded(work, "Ask", "ask"))
         try:
-            return await threaded(work, "Ask", "ask")
+            while not answering.done():
+                await asyncio.wait({answering}, timeout=0.5)
+                if not answering.done() and await request.is_disconnected():
+                    cancel.set()
+            return answering.result()
         finally:
             cancel.set()
 

@@ -124,6 +124,12 @@ def _answers(url: str) -> bool:
     help="Write DAGSTER_HOME and register the sources' partitions, print DAGSTER_HOME, exit.",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --detach: print what started as JSON.")
+@click.option(
+    "--pages/--no-pages",
+    default=True,
+    show_default=True,
+    help="Serve Garage's pages (Search, Ask, Facts, Graph, Sources) at /garage/ too.",
+)
 @click.pass_obj
 def dagster_cmd(
     obj: GarageContext,
@@ -133,6 +139,7 @@ def dagster_cmd(
     detach: bool,
     init_only: bool,
     as_json: bool,
+    pages: bool,
 ) -> None:
     """Start the Dagster UI and daemon (sensors, the hourly schedule, backfills)."""
     from garage_assets.ui import NotLoopback, check_binding
@@ -153,8 +160,12 @@ def dagster_cmd(
     url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     env = dict(os.environ, DAGSTER_HOME=str(home), GARAGE_CONFIG=str(obj.path.resolve()))
     command = [sys.executable, "-m", "garage_assets.ui", "--host", host, "--port", str(port)]
+    if not pages:
+        command.append("--no-pages")
     if not detach:
         click.echo(f"Dagster UI on {url} (DAGSTER_HOME={home}, {storage} storage); Ctrl-C stops")
+        if pages:
+            click.echo(f"Garage's pages on {url}/garage/")
         os.execve(sys.executable, command, env)
     running = _pid(home)
     if running is not None:
@@ -182,11 +193,13 @@ def dagster_cmd(
             )
         time.sleep(1.0)
     info = {"url": url, "pid": process.pid, "dagster_home": str(home), "storage": storage,
-            "log": str(log_path)}  # fmt: skip
+            "log": str(log_path), "pages": f"{url}/garage/" if pages else None}  # fmt: skip
     if as_json:
         echo_json(info)
     else:
         click.echo(f"Dagster UI on {url} (pid {process.pid}, {storage} storage, log {log_path})")
+        if pages:
+            click.echo(f"Garage's pages on {url}/garage/")
 
 
 @click.command("down")

@@ -1,5 +1,6 @@
 """The process ``garage up`` runs: the Dagster webserver behind Garage's loopback guard, with
-the Dagster daemon beside it.
+the Dagster daemon beside it, and Garage's own pages (``garage.pages``) at ``/garage/`` on the
+same address behind the same guard.
 
 ``dagster dev`` would do the same three things (a code server, the webserver, the daemon), but
 its webserver answers any ``Host``, so a web page could reach it through DNS rebinding and read
@@ -27,6 +28,7 @@ import click
 import yaml
 
 from garage.loopback import NotLoopback, check_binding
+from garage.pages.html import PREFIX as PAGES_PREFIX
 from garage.webguard import LoopbackGuard, loopback_hosts
 
 DEFINITIONS_MODULE = "garage_assets.definitions"
@@ -101,15 +103,46 @@ async def _lifespan(app: Any) -> AsyncIterator[None]:
         yield
 
 
-def guarded_app(workspace_context: Any, host: str, port: int) -> LoopbackGuard:
-    """dagster-webserver's ASGI app (as ``dagster-webserver`` builds it), inside the guard."""
+class WithPages:
+    """Garage's own pages (``garage.pages``) at ``/garage/``, the Dagster UI everywhere else:
+    one origin, so both sit behind the one guard and a page links into Dagster as a path."""
+
+    def __init__(self, dagster: Any, pages: Any):
+        self.dagster = dagster
+        self.pages = pages
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (
+            path == PAGES_PREFIX or path.startswith(PAGES_PREFIX + "/")
+        ):
+            await self.pages(scope, receive, send)
+        else:
+            await self.dagster(scope, receive, send)
+
+
+def guarded_app(
+    workspace_context: Any, host: str, port: int, *, pages: Any | None = None
+) -> LoopbackGuard:
+    """dagster-webserver's ASGI app (as ``dagster-webserver`` builds it), with ``pages``
+    beside it when given, inside the guard."""
     from dagster_webserver.app import create_app_from_workspace_process_context
 
-    app = create_app_from_workspace_process_context(workspace_context, "", lifespan=_lifespan)
+    app: Any = create_app_from_workspace_process_context(workspace_context, "", lifespan=_lifespan)
+    if pages is not None:
+        app = WithPages(app, pages)
     return LoopbackGuard(app, loopback_hosts(host, port))
 
 
-def serve(host: str, port: int) -> None:
+def pages_app() -> Any:
+    """The pages over the config in ``GARAGE_CONFIG`` (its database resolved on first use)."""
+    from garage.config import load_config
+    from garage.pages import create_app
+
+    return create_app(load_config())
+
+
+def serve(host: str, port: int, *, with_pages: bool = True) -> None:
     """Run the code server, the daemon and the guarded webserver until SIGTERM or Ctrl-C."""
     import dagster as dg
     import uvicorn
@@ -133,11 +166,13 @@ def serve(host: str, port: int) -> None:
                 version=__version__,
             )
         )
-        app = guarded_app(context, host, port)
+        app = guarded_app(context, host, port, pages=pages_app() if with_pages else None)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
         watch = DaemonWatch(daemon, server)
         stack.callback(watch.stopping.set)  # runs first on the way out, before the daemon is told
         log.info("Dagster UI on http://%s:%s", host, port)
+        if with_pages:
+            log.info("Garage's pages on http://%s:%s%s/", host, port, PAGES_PREFIX)
         server.run()
     if watch.died.is_set():
         raise SystemExit(1)
@@ -146,11 +181,12 @@ def serve(host: str, port: int) -> None:
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="A loopback address.")
 @click.option("--port", default=3000, show_default=True, type=click.IntRange(1, 65535))
-def main(host: str, port: int) -> None:
+@click.option("--pages/--no-pages", default=True, show_default=True, help="Garage's pages too.")
+def main(host: str, port: int, pages: bool) -> None:
     """Serve the Dagster UI (guarded) and run the daemon, with DAGSTER_HOME's instance."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
-        serve(host, port)
+        serve(host, port, with_pages=pages)
     except NotLoopback as error:
         raise click.ClickException(str(error)) from None
 

@@ -83,6 +83,22 @@ def test_a_forged_host_is_refused_by_the_ui_and_graphql(ui: ServedUI) -> None:
         assert response.status_code == 421
 
 
+def test_the_pages_are_served_beside_the_ui_behind_the_same_guard(ui: ServedUI) -> None:
+    """Garage's pages at /garage/ on the UI's own address: a forged Host is refused there too,
+    and another site's POST (which would start a model's answer) is refused."""
+    with _client(ui.port) as http:
+        style = http.get("/garage/static/garage.css")
+        assert style.status_code == 200 and style.headers["content-type"].startswith("text/css")
+        assert "script-src 'self'" in style.headers["content-security-policy"]
+        forged = {"Host": f"attacker.example:{ui.port}"}
+        assert http.get("/garage/static/garage.css", headers=forged).status_code == 421
+        other = {"Origin": "http://attacker.example"}
+        response = http.post("/garage/ask/stream", data={"q": "x"}, headers=other)
+        assert response.status_code == 403
+        # The Dagster UI is still everything else.
+        assert http.get("/server_info").status_code == 200
+
+
 def test_another_sites_requests_and_mutations_over_get_are_refused(ui: ServedUI) -> None:
     with _client(ui.port) as http:
         own = {"Origin": f"http://localhost:{ui.port}"}

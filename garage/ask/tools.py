@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
 from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -49,6 +48,7 @@ from garage.search.documents import (
     DocumentText,
     get_document,
 )
+from garage.search.filters import parse_date
 from garage.search.types import CorpusClass, Direction, Mode
 
 MAX_ID = 2**63 - 1  # bigint
@@ -89,21 +89,6 @@ def tool_errors() -> Iterator[None]:
         ValueError,
     ) as error:
         raise ToolError(str(error)) from error
-
-
-def parse_date(field: str, value: str | None, *, end_of_day: bool = False) -> datetime | None:
-    """An ISO date or date-time; a bare date as date_to means the whole of that day."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(f"{field}: {value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    if len(value.strip()) == 10 and end_of_day:
-        parsed = datetime.combine(parsed.date(), time.min, UTC) + timedelta(days=1, microseconds=-1)
-    return parsed
 
 
 class CorpusTools:

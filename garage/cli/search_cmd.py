@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime
 
 import click
 
@@ -12,20 +12,14 @@ from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
 
 
-def _when(value: str | None, *, end_of_day: bool) -> datetime | None:
-    """ISO date or date-time; a bare date --until means the whole of that day."""
-    if value is None:
-        return None
+def _when(option: str, value: str | None, *, end_of_day: bool) -> datetime | None:
+    """``--since``/``--until`` read as every front door reads a date filter."""
+    from garage.search.filters import parse_date
+
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
-    bare_date = len(value.strip()) == 10
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    if bare_date and end_of_day:
-        parsed = datetime.combine(parsed.date(), time.min, UTC) + timedelta(days=1, microseconds=-1)
-    return parsed
+        return parse_date(option, value, end_of_day=end_of_day)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 @click.command("search")
@@ -89,8 +83,8 @@ def search_cmd(
         sources=sources,
         corpus_classes=classes,  # type: ignore[arg-type]
         authors=authors,
-        date_from=_when(since, end_of_day=False),
-        date_to=_when(until, end_of_day=True),
+        date_from=_when("--since", since, end_of_day=False),
+        date_to=_when("--until", until, end_of_day=True),
         direction=direction,  # type: ignore[arg-type]
         sender=sender,
         model=model,

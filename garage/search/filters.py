@@ -14,7 +14,7 @@ modification time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
 from typing import Any, get_args
 
 from psycopg import sql
@@ -120,3 +120,20 @@ def build(query: SearchQuery) -> Filters:
     if not parts:
         return Filters(sql.SQL("true"))
     return Filters(sql.SQL(" AND ").join(parts), params, active=True)
+
+
+def parse_date(field: str, value: str | None, *, end_of_day: bool = False) -> datetime | None:
+    """A date filter as a caller writes it: an ISO date or date-time (UTC when it names no
+    zone); a bare date as the end of a range means the whole of that day. ``field`` names the
+    argument in the error."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"{field}: {value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    if len(value.strip()) == 10 and end_of_day:
+        parsed = datetime.combine(parsed.date(), time.min, UTC) + timedelta(days=1, microseconds=-1)
+    return parsed

@@ -399,8 +399,8 @@ def _no_graph(reason: str) -> Html:
 
 
 def _search(pages: Pages, conn: Any, params: Mapping[str, str]) -> Any:
-    from garage.ask.tools import parse_date
     from garage.search import SearchQuery, search
+    from garage.search.filters import parse_date
 
     query = SearchQuery(
         text=params["q"][:10_000],

@@ -20,13 +20,11 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
 
-from psycopg.errors import QueryCanceled
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -34,9 +32,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from garage.config import GarageConfig
-from garage.db import DatabaseError
-from garage.inference import InferenceError
-from garage.pages import views
+from garage.pages import fact_views, graph_views, source_views, views
+from garage.pages.answering import AnswerStream, answer, ask_options
 from garage.pages.html import PREFIX, SECURITY_HEADERS, Html, page, tag
 from garage.pages.queries import (
     chunk_span,
@@ -45,6 +42,7 @@ from garage.pages.queries import (
     source_health,
     source_names,
 )
+from garage.pages.reading import EXPECTED, Pages, shown_error
 
 log = logging.getLogger("garage.pages")
 
@@ -55,96 +53,6 @@ STATIC = {
 }
 FACTS_PER_PAGE = 50
 DOCUMENT_CHARS = 100_000  # the most of a document one page shows (the window holds the mark)
-# What a person can correct, shown on the page rather than as a server error.
-EXPECTED = (ValueError, DatabaseError, InferenceError, QueryCanceled, LookupError)
-
-
-IDLE_CONNECTIONS = 4  # kept open between requests: opening one costs more than a search
-
-
-class Pages:
-    """What every page reads through: the config, and read-only, time-limited connections
-    (set up as the MCP tools' are, ``garage.db.runtime``) kept open between requests, since
-    opening one (TCP, SCRAM) costs as much as the search a page shows. A connection that
-    failed, or is not idle when its request ends, is closed rather than kept."""
-
-    def __init__(self, config: GarageConfig, database_url: str | None = None):
-        self.config = config
-        self.database_url = database_url  # None: resolved from the config on first use
-        self._idle: list[Any] = []
-        self._lock = threading.Lock()
-        self._client: Any = None
-
-    @property
-    def url(self) -> str:
-        if self.database_url is None:
-            from garage.db import resolve_url
-
-            self.database_url = resolve_url(self.config)
-        return self.database_url
-
-    def _open(self) -> Any:
-        from garage.db import connect
-        from garage.db.runtime import STATEMENT_TIMEOUT_MS
-
-        conn = connect(self.url, autocommit=True)
-        conn.execute("SET default_transaction_read_only = on")
-        conn.execute(
-            "SELECT set_config('statement_timeout', %s, false)", (str(STATEMENT_TIMEOUT_MS),)
-        )
-        return conn
-
-    @contextmanager
-    def reader(self) -> Iterator[Any]:
-        """A read-only connection with a statement timeout, for one request."""
-        from psycopg.pq import TransactionStatus
-
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None or conn.closed or conn.broken:
-            conn = self._open()
-        kept = False
-        try:
-            yield conn
-            if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
-                with self._lock:
-                    if len(self._idle) < IDLE_CONNECTIONS:
-                        self._idle.append(conn)
-                        kept = True
-        finally:
-            if not kept:
-                conn.close()
-
-    @property
-    def client(self) -> Any:
-        """One inference client for every search's query embedding (its HTTP connections to
-        the model server kept alive), set up as ``garage.search`` sets up its own."""
-        with self._lock:
-            if self._client is None:
-                from garage.inference import EgressGuard, InferenceClient
-
-                self._client = InferenceClient(
-                    EgressGuard.from_config(self.config),
-                    timeout=self.config.search.embed_timeout_seconds,
-                    retries=1,
-                    backoff=0.2,
-                )
-            return self._client
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-            client, self._client = self._client, None
-        for conn in idle:
-            conn.close()
-        if client is not None:
-            client.close()
-
-
-def _message(error: BaseException) -> str:
-    if isinstance(error, QueryCanceled):
-        return "the query took too long and was stopped; narrow it (fewer words, a filter)"
-    return str(error)
 
 
 def _html(body: Html, status: int = 200) -> HTMLResponse:
@@ -171,7 +79,7 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
             body = await run_in_threadpool(work)
             return _html(page(title, active, body))
         except EXPECTED as error:
-            return _html(page(title, active, views.error_box(_message(error))), 400)
+            return _html(page(title, active, views.error_box(shown_error(error))), 400)
 
     # -- Search ---------------------------------------------------------------------------
     async def search_page(request: Request) -> Response:
@@ -185,7 +93,7 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
                 try:
                     response = _search(pages, conn, params)
                 except EXPECTED as error:
-                    return Html(form + views.error_box(_message(error)))
+                    return Html(form + views.error_box(shown_error(error)))
                 return Html(form + views.search_results(response))
 
         return await threaded(work, params.get("q") or "Search", "search")
@@ -199,8 +107,8 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
         cancel = threading.Event()
 
         def work() -> Html:
-            options = _ask_options(form)
-            result = _answer(pages, question, agent, cancel, lambda _: None, options)
+            options = ask_options(form)
+            result = answer(pages, question, agent, cancel, lambda _: None, options)
             return Html(views.ask_form(question, agent, *options) + result)
 
         # Leaving the page before the answer is whole closes the request: the model stops.
@@ -217,7 +125,7 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
     async def ask_stream(request: Request) -> Any:
         form = await _form(request)
         try:
-            options = _ask_options(form)
+            options = ask_options(form)
         except ValueError as error:
             return Response(json.dumps({"error": str(error)}) + "\n", status_code=400,
                             media_type="application/x-ndjson")  # fmt: skip
@@ -266,10 +174,10 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
                 sources = source_names(conn)
                 stats = fact_stats(conn)
                 classes = sorted({c.fact_class for c in stats.by_source_and_class})
-                form = views.facts_form(params, sources, classes, sorted(stats.by_prompt))
+                form = fact_views.facts_form(params, sources, classes, sorted(stats.by_prompt))
                 if params.get("distilled", "").isdigit():
                     groups = distilled_facts(conn, ids=[int(params["distilled"])], members=200)
-                    return Html(form + views.distilled_list(groups))
+                    return Html(form + fact_views.distilled_list(groups))
                 query = FactQuery(
                     text=params.get("text"),
                     substring=bool(params.get("substring")),
@@ -289,9 +197,9 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
                 )
             return Html(
                 form
-                + views.fact_stats_table(stats)
-                + views.fact_list(listing, membership, params, offset, FACTS_PER_PAGE)
-                + views.distilled_list(distilled)
+                + fact_views.fact_stats_table(stats)
+                + fact_views.fact_list(listing, membership, params, offset, FACTS_PER_PAGE)
+                + fact_views.distilled_list(distilled)
             )
 
         return await threaded(work, "Facts", "facts")
@@ -314,15 +222,15 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
                     labels = graph_labels(conn)
                 except GraphUnavailable as error:
                     return _no_graph(str(error))
-                parts = [views.graph_form(params, labels)]
+                parts = [graph_views.graph_form(params, labels)]
                 if params.get("find"):
                     label = params.get("label")
                     found = find_vertices(
                         conn, params["find"], labels=(label,) if label else (), limit=30
                     )
-                    parts.append(views.found_vertices(found, hops))
+                    parts.append(graph_views.found_vertices(found, hops))
                 if params.get("v"):
-                    parts.append(views.neighbourhood_view(neighbourhood(conn, params["v"],
+                    parts.append(graph_views.neighbourhood_view(neighbourhood(conn, params["v"],
                                                                         hops=hops)))  # fmt: skip
                 elif not params.get("find"):
                     parts.append(tag("p", "Find a document, an author or a fact to start from.",
@@ -340,7 +248,7 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
                 sources = list_sources(conn)
                 health = {s.name: source_health(conn, s.name) for s in sources}
                 stats = corpus_stats(conn)
-            return views.sources_page(sources, health, stats)
+            return source_views.sources_page(sources, health, stats)
 
         return await threaded(work, "Sources", "sources")
 
@@ -415,128 +323,6 @@ def _search(pages: Pages, conn: Any, params: Mapping[str, str]) -> Any:
         sender=params.get("sender") or None,
     )
     return search(conn, pages.config, query, client=pages.client)
-
-
-def _ask_options(form: Mapping[str, str]) -> tuple[int, int]:
-    """(excerpts, answer tokens) from the form, in the bounds rag_ask takes."""
-    from garage.ask import ANSWER_TOKENS, DEFAULT_EXCERPTS, MAX_ANSWER_TOKENS, MAX_EXCERPTS
-
-    try:
-        limit = int(form.get("limit") or DEFAULT_EXCERPTS)
-        tokens = int(form.get("tokens") or ANSWER_TOKENS)
-    except ValueError:
-        raise ValueError("excerpts and answer length are whole numbers") from None
-    if not 1 <= limit <= MAX_EXCERPTS or not 16 <= tokens <= MAX_ANSWER_TOKENS:
-        raise ValueError(
-            f"excerpts: 1 to {MAX_EXCERPTS}; longest answer: 16 to {MAX_ANSWER_TOKENS} tokens"
-        )
-    return limit, tokens
-
-
-def _answer(
-    pages: Pages,
-    question: str,
-    agent: bool,
-    cancel: threading.Event,
-    emit: Callable[[dict[str, Any]], None],
-    options: tuple[int, int],
-) -> Html:
-    """Answer ``question`` (rag_ask, or rag_agent), sending pieces and progress to ``emit``;
-    the result as HTML."""
-    from garage.ask import ask, chat_model
-
-    if not question:
-        raise ValueError("question: is empty")
-    config = pages.config
-    with chat_model(config) as model:
-        if agent:
-            from garage.ask.agent import Agent
-            from garage.db.runtime import Runtime
-
-            result = Agent.for_model(Runtime(config, pages.url), model).run(
-                question,
-                on_progress=lambda _done, _total, message: emit({"progress": message}),
-                cancel=cancel,
-            )
-            return views.agent_result(result)
-        with pages.reader() as conn:
-            answered = ask(
-                conn,
-                config,
-                question[:4000],
-                limit=options[0],
-                answer_tokens=options[1],
-                model=model,
-                on_text=lambda piece: emit({"text": piece}),
-                on_progress=lambda _done, _total, message: emit({"progress": message}),
-                cancel=cancel,
-            )
-        return views.ask_result(answered)
-
-
-class AnswerStream:
-    """A streamed answer as JSON lines: {"progress"}, {"text"} pieces as the model writes,
-    then {"html"} (the whole result, escaped here) or {"error"}. The model runs in a thread;
-    when the client disconnects, or the response cannot be sent, its cancel event is set and
-    the generation stops."""
-
-    def __init__(self, pages: Pages, question: str, agent: bool, options: tuple[int, int]):
-        self.pages, self.question, self.agent, self.options = pages, question, agent, options
-        self.cancel = threading.Event()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-
-        def emit(item: dict[str, Any] | None) -> None:
-            if not self.cancel.is_set() or item is None:
-                loop.call_soon_threadsafe(queue.put_nowait, item)
-
-        def work() -> None:
-            try:
-                html = _answer(
-                    self.pages, self.question, self.agent, self.cancel, emit, self.options
-                )
-                emit({"html": str(html)})
-            except EXPECTED as error:
-                emit({"error": _message(error)})
-            except Exception as error:  # the page says so; the log has the traceback
-                log.exception("answering failed")
-                emit({"error": f"answering failed: {type(error).__name__}"})
-            finally:
-                emit(None)
-
-        async def watch() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    self.cancel.set()
-                    queue.put_nowait(None)
-                    return
-
-        watcher = asyncio.ensure_future(watch())
-        worker = loop.run_in_executor(None, work)
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"application/x-ndjson; charset=utf-8")],
-                }
-            )
-            while (item := await queue.get()) is not None:
-                line = (json.dumps(item) + "\n").encode()
-                await send({"type": "http.response.body", "body": line, "more_body": True})
-            if not self.cancel.is_set():
-                await send({"type": "http.response.body", "body": b""})
-        except OSError:
-            pass  # the client went away mid-send
-        finally:
-            self.cancel.set()
-            watcher.cancel()
-            # The thread returns soon after cancel (the generation is stopped); not awaited
-            # past that, so a slow shutdown never holds the event loop.
-            worker.add_done_callback(lambda _f: None)
 
 
 class SecurityHeaders:

@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from garage.pages.app import Pages
+from garage.pages.reading import Pages
 from tests.pages.site import SEEDED, Site
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from garage.pages.graph_views import graph_svg, rings
 from garage.pages.html import Html, Span, esc, marked, page, spans_marked, tag, url
-from garage.pages.views import answer_text, graph_svg, rings, shown_path
+from garage.pages.views import answer_text, shown_path
 
 
 def test_escaping_covers_markup_and_attribute_quotes() -> None:

@@ -1,4 +1,8 @@
-"""Ingest one source: walk, materialize, extract, quality gate, attribute, chunk, store.
+"""Ingest one source: walk, materialize, extract, quality gate, chunk, attribute, store.
+
+Attribution comes after chunking and before the store, not before chunking as the stage list
+of the original design has it: chunking runs in the lookahead worker while attribution's git
+lookups stay on the walking thread, and nothing in a chunk depends on who wrote the file.
 
 One file is stored at a time, one transaction per document, in walk order, so a crash leaves
 every earlier document committed; the next files are extracted meanwhile (``lookahead.py``).

@@ -142,7 +142,7 @@ def dagster_cmd(
     pages: bool,
 ) -> None:
     """Start the Dagster UI and daemon (sensors, the hourly schedule, backfills)."""
-    from garage_assets.ui import NotLoopback, check_binding
+    from garage.loopback import NotLoopback, check_binding
 
     try:
         check_binding(host)

@@ -33,7 +33,7 @@ def owner_token(path: Path, *, rotate: bool = False) -> str:
 
     A file another account could read, or one owned by another account, is refused rather
     than used: its secret may already be known."""
-    _owner_folder(path.parent)
+    owner_folder(path.parent)
     if not rotate:
         try:
             return _read(path)
@@ -57,7 +57,8 @@ def matches(given: str | bytes, expected: str | bytes) -> bool:
     return hmac.compare_digest(a, b)
 
 
-def _owner_folder(folder: Path) -> None:
+def owner_folder(folder: Path) -> None:
+    """Make ``folder`` (0700), or check an existing one is this account's and tighten it."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = folder.stat()
     if info.st_uid != os.geteuid():

@@ -105,8 +105,10 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _answers(url: str) -> bool:
+    from garage.owner_login import HEALTH_PATH
+
     try:
-        return httpx.get(f"{url}/server_info", timeout=2.0).status_code == 200
+        return httpx.get(f"{url}{HEALTH_PATH}", timeout=2.0).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -130,6 +132,10 @@ def _answers(url: str) -> bool:
     show_default=True,
     help="Serve Garage's pages (Search, Ask, Facts, Graph, Sources) at /garage/ too.",
 )
+@click.option(
+    "--login", "login_only", is_flag=True,
+    help="Print a new one-time login link for the running UI, and exit.",
+)  # fmt: skip
 @click.pass_obj
 def dagster_cmd(
     obj: GarageContext,
@@ -140,8 +146,13 @@ def dagster_cmd(
     init_only: bool,
     as_json: bool,
     pages: bool,
+    login_only: bool,
 ) -> None:
-    """Start the Dagster UI and daemon (sensors, the hourly schedule, backfills)."""
+    """Start the Dagster UI and daemon (sensors, the hourly schedule, backfills).
+
+    Only the account that runs it gets in: open the one-time login link it prints (good once,
+    for ten minutes); `garage up --login` prints a new one.
+    """
     from garage.loopback import NotLoopback, check_binding
 
     try:
@@ -158,6 +169,13 @@ def dagster_cmd(
             click.echo(str(home))
         return
     url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    if login_only:
+        link = _login_link(config, url)
+        if as_json:
+            echo_json({"login": link})
+        else:
+            click.echo(link)
+        return
     env = dict(os.environ, DAGSTER_HOME=str(home), GARAGE_CONFIG=str(obj.path.resolve()))
     command = [sys.executable, "-m", "garage_assets.ui", "--host", host, "--port", str(port)]
     if not pages:
@@ -166,6 +184,7 @@ def dagster_cmd(
         click.echo(f"Dagster UI on {url} (DAGSTER_HOME={home}, {storage} storage); Ctrl-C stops")
         if pages:
             click.echo(f"Garage's pages on {url}/garage/")
+        click.echo(f"Sign in: {_login_link(config, url)} (once, within 10 minutes)")
         os.execve(sys.executable, command, env)
     running = _pid(home)
     if running is not None:
@@ -192,14 +211,29 @@ def dagster_cmd(
                 f"Dagster did not come up on {url}; the end of {log_path}:\n" + "\n".join(tail)
             )
         time.sleep(1.0)
+    link = _login_link(config, url)
     info = {"url": url, "pid": process.pid, "dagster_home": str(home), "storage": storage,
-            "log": str(log_path), "pages": f"{url}/garage/" if pages else None}  # fmt: skip
+            "log": str(log_path), "pages": f"{url}/garage/" if pages else None,
+            "login": link}  # fmt: skip
     if as_json:
         echo_json(info)
     else:
         click.echo(f"Dagster UI on {url} (pid {process.pid}, {storage} storage, log {log_path})")
         if pages:
             click.echo(f"Garage's pages on {url}/garage/")
+        click.echo(f"Sign in: {link} (once, within 10 minutes; `garage up --login` for another)")
+
+
+def _login_link(config: GarageConfig, url: str) -> str:
+    """A fresh one-time link that signs this browser in as the owner (garage.owner_login)."""
+    from garage.config import data_dir
+    from garage.owner_login import login_url, new_login, secrets_folder
+    from garage.tokens import TokenFileError
+
+    try:
+        return login_url(url, new_login(secrets_folder(data_dir(config))))
+    except (TokenFileError, OSError) as error:
+        raise click.ClickException(f"cannot make a login link: {error}") from None
 
 
 @click.command("down")

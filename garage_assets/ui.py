@@ -27,7 +27,9 @@ from typing import Any
 import click
 import yaml
 
+from garage.config import data_dir, load_config
 from garage.loopback import NotLoopback, check_binding
+from garage.owner_login import OwnerSession, secrets_folder
 from garage.pages.html import PREFIX as PAGES_PREFIX
 from garage.webguard import LoopbackGuard, loopback_hosts
 
@@ -122,16 +124,17 @@ class WithPages:
 
 
 def guarded_app(
-    workspace_context: Any, host: str, port: int, *, pages: Any | None = None
+    workspace_context: Any, host: str, port: int, secrets: Path, *, pages: Any | None = None
 ) -> LoopbackGuard:
     """dagster-webserver's ASGI app (as ``dagster-webserver`` builds it), with ``pages``
-    beside it when given, inside the guard."""
+    beside it when given, behind the owner's session (garage.owner_login, its files in
+    ``secrets``) inside the guard: the guard's Host and Origin checks come first."""
     from dagster_webserver.app import create_app_from_workspace_process_context
 
     app: Any = create_app_from_workspace_process_context(workspace_context, "", lifespan=_lifespan)
     if pages is not None:
         app = WithPages(app, pages)
-    return LoopbackGuard(app, loopback_hosts(host, port))
+    return LoopbackGuard(OwnerSession(app, secrets), loopback_hosts(host, port))
 
 
 def pages_app() -> Any:
@@ -150,7 +153,7 @@ def serve(host: str, port: int, *, with_pages: bool = True) -> None:
     from dagster._core.workspace.load_target import WorkspaceFileTarget
     from dagster_webserver.version import __version__
 
-    # The Dagster UI has no login of its own: loopback only.
+    # The Dagster UI has no login of its own: loopback only, and the owner's session.
     check_binding(host)
     # Everything this process creates (the code server's socket, temporary files) is for this
     # account alone.
@@ -166,7 +169,8 @@ def serve(host: str, port: int, *, with_pages: bool = True) -> None:
                 version=__version__,
             )
         )
-        app = guarded_app(context, host, port, pages=pages_app() if with_pages else None)
+        secrets = secrets_folder(data_dir(load_config()))
+        app = guarded_app(context, host, port, secrets, pages=pages_app() if with_pages else None)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
         watch = DaemonWatch(daemon, server)
         stack.callback(watch.stopping.set)  # runs first on the way out, before the daemon is told

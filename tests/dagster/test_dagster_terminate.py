@@ -12,11 +12,13 @@ import uuid
 from pathlib import Path
 
 import dagster as dg
+import httpx
 import psycopg
 from dagster_graphql import DagsterGraphQLClient
 from psycopg import sql
 
 from garage.config import load_config
+from garage.owner_login import COOKIE
 from tests.dagster.helpers import dagster_env
 from tests.dagster.test_dagster_cli import _run
 from tests.integration.ingest_helpers import PROSE, run_ingest
@@ -62,8 +64,13 @@ def test_terminating_a_run_mid_walk_deletes_nothing(
     garage = [sys.executable, "-m", "garage.cli"]
     port = free_port()
     try:
-        _run([*garage, "up", "--detach", "--port", str(port), "--json"], env)
-        client = DagsterGraphQLClient("127.0.0.1", port_number=port)
+        started = json.loads(_run([*garage, "up", "--detach", "--port", str(port), "--json"], env))
+        # The owner signs in once with the link `garage up` printed; the client sends the cookie.
+        with httpx.Client(trust_env=False, timeout=30) as http:
+            cookie = http.get(started["login"]).cookies[COOKIE]
+        client = DagsterGraphQLClient(
+            "127.0.0.1", port_number=port, headers={"Cookie": f"{COOKIE}={cookie}"}
+        )
         run_id = client.submit_job_execution("ingest_job", tags={"dagster/partition": "notes"})
         deadline = time.monotonic() + 300
         while (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -23,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from garage.cli import cli
+from garage.owner_login import COOKIE, HEALTH_PATH, login_url, new_login
 from garage_assets.commands import group_members
 from tests.servers import free_port
 
@@ -37,6 +39,12 @@ class ServedUI:
     port: int
     pid: int  # the session `garage up` started: webserver, daemon, code server
     log: Path
+    cookie: str  # the owner's session, from the login link `garage up` printed
+    secrets: Path  # where the session key and pending logins are kept
+
+    def link(self, host: str = "127.0.0.1", next_path: str | None = None) -> str:
+        """A fresh one-time login link, as `garage up --login` makes it."""
+        return login_url(f"http://{host}:{self.port}", new_login(self.secrets), next_path)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +67,13 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedUI]:
     assert up.returncode == 0, up.stderr[-3000:]
     try:
         started = json.loads(up.stdout)
-        yield ServedUI(port, int(started["pid"]), Path(started["log"]))
+        with httpx.Client(trust_env=False, timeout=30) as http:
+            signed_in = http.get(started["login"])
+        assert signed_in.status_code == 303 and signed_in.headers["location"] == "/"
+        cookie = signed_in.cookies[COOKIE]
+        yield ServedUI(
+            port, int(started["pid"]), Path(started["log"]), cookie, home / "data" / "secrets"
+        )
     finally:
         down = subprocess.run(
             [*GARAGE, "down", "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -68,13 +82,17 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedUI]:
         assert json.loads(down.stdout)["stopped"] is True
 
 
-def _client(port: int) -> httpx.Client:
-    return httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=30)
+def _client(port: int, cookie: str | None = None) -> httpx.Client:
+    """A client on the UI's port, with the owner's session cookie when given."""
+    return httpx.Client(
+        base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=30,
+        cookies={COOKIE: cookie} if cookie else None,
+    )  # fmt: skip
 
 
 def test_a_forged_host_is_refused_by_the_ui_and_graphql(ui: ServedUI) -> None:
     forged = {"Host": f"attacker.example:{ui.port}"}
-    with _client(ui.port) as http:
+    with _client(ui.port, ui.cookie) as http:
         assert http.get("/server_info").status_code == 200
         assert http.get("/server_info", headers={"Host": f"localhost:{ui.port}"}).status_code == 200
         assert http.get("/server_info", headers=forged).status_code == 421
@@ -86,7 +104,7 @@ def test_a_forged_host_is_refused_by_the_ui_and_graphql(ui: ServedUI) -> None:
 def test_the_pages_are_served_beside_the_ui_behind_the_same_guard(ui: ServedUI) -> None:
     """Garage's pages at /garage/ on the UI's own address: a forged Host is refused there too,
     and another site's POST (which would start a model's answer) is refused."""
-    with _client(ui.port) as http:
+    with _client(ui.port, ui.cookie) as http:
         style = http.get("/garage/static/garage.css")
         assert style.status_code == 200 and style.headers["content-type"].startswith("text/css")
         assert "script-src 'self'" in style.headers["content-security-policy"]
@@ -100,7 +118,7 @@ def test_the_pages_are_served_beside_the_ui_behind_the_same_guard(ui: ServedUI) 
 
 
 def test_another_sites_requests_and_mutations_over_get_are_refused(ui: ServedUI) -> None:
-    with _client(ui.port) as http:
+    with _client(ui.port, ui.cookie) as http:
         own = {"Origin": f"http://localhost:{ui.port}"}
         assert http.post("/graphql", json={"query": "{ version }"}, headers=own).status_code == 200
         other = {"Origin": "http://attacker.example"}
@@ -125,7 +143,8 @@ def test_a_websocket_from_another_site_is_refused(ui: ServedUI) -> None:
                     f"GET /graphql HTTP/1.1\r\nHost: 127.0.0.1:{ui.port}\r\nUpgrade: websocket\r\n"
                     "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                    f"Sec-WebSocket-Protocol: graphql-ws\r\nOrigin: {origin}\r\n\r\n"
+                    f"Sec-WebSocket-Protocol: graphql-ws\r\nOrigin: {origin}\r\n"
+                    f"Cookie: {COOKIE}={ui.cookie}\r\n\r\n"
                 ).encode()
             )
             return conn.recv(1024).decode("latin-1").split("\r\n")[0]
@@ -157,8 +176,10 @@ def _page_text(url: str, profile: Path) -> str:
 
 def test_the_ui_loads_in_chromium_only_under_its_own_names(ui: ServedUI, tmp_path: Path) -> None:
     for name in ("127.0.0.1", "localhost"):
-        # The code locations page is filled by the UI's own GraphQL POSTs (Origin: this page).
-        text = _page_text(f"http://{name}:{ui.port}/deployment/locations", tmp_path / name)
+        # The code locations page is filled by the UI's own GraphQL POSTs (Origin: this page),
+        # opened through a login link, as the owner opens it.
+        link = ui.link(name, "/deployment/locations")
+        text = _page_text(link, tmp_path / name)
         assert "Code locations" in text and LOCATION in text and "Loaded" in text, text[:500]
     text = _page_text(f"http://attacker.example:{ui.port}/", tmp_path / "rebound")
     assert "misdirected request" in text and LOCATION not in text
@@ -190,7 +211,7 @@ def test_the_code_server_socket_is_owner_only(ui: ServedUI) -> None:
 
 def test_the_ui_writes_no_access_log(ui: ServedUI) -> None:
     """A URL can carry what a person searched for: the server does not keep them."""
-    with _client(ui.port) as http:
+    with _client(ui.port, ui.cookie) as http:
         http.get("/server_info", params={"q": "zebra-whisper-in-a-url"})
         http.get("/", headers={"Host": "attacker.example"}, params={"q": "zebra-whisper-in-a-url"})
     assert "zebra-whisper-in-a-url" not in ui.log.read_text(errors="replace")
@@ -220,7 +241,7 @@ def test_the_ui_stops_when_its_daemon_dies(tmp_path: Path) -> None:
         with _client(port) as http:
             for _ in range(240):
                 try:
-                    if http.get("/server_info").status_code == 200:
+                    if http.get(HEALTH_PATH).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
@@ -240,3 +261,64 @@ def test_the_ui_stops_when_its_daemon_dies(tmp_path: Path) -> None:
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+# Run as another local account: read the owner's session key, then ask the UI without it.
+OTHER_ACCOUNT_PROBE = """
+import sys, urllib.error, urllib.request
+try:
+    open(sys.argv[1]).read()
+    print("READ")
+except PermissionError:
+    print("unreadable")
+for url in sys.argv[2:]:
+    try:
+        print(urllib.request.urlopen(url, timeout=30).status)
+    except urllib.error.HTTPError as error:
+        print(error.code)
+"""
+
+
+def test_only_the_owners_browser_gets_in(ui: ServedUI, other_account: str) -> None:
+    """Without the owner's cookie the UI, its GraphQL API and the pages answer 401 with a page
+    saying how to get in; a login link works once; the health path answers anyone."""
+    own = {"Origin": f"http://127.0.0.1:{ui.port}"}
+    with _client(ui.port) as http:
+        for path in ("/", "/deployment/locations", "/garage/", "/garage/search?q=x"):
+            response = http.get(path)
+            assert response.status_code == 401, path
+            assert "garage up --login" in response.text
+        assert http.post("/graphql", json={"query": "{ version }"}, headers=own).status_code == 401
+        assert http.get(HEALTH_PATH).status_code == 200
+        http.cookies.set(COOKIE, "x" * 43)
+        assert http.get("/server_info").status_code == 401
+    with _client(ui.port) as http:
+        link = ui.link()
+        first = http.get(link)
+        assert first.status_code == 303 and first.cookies[COOKIE] == ui.cookie
+        cookie_line = first.headers["set-cookie"]
+        assert "HttpOnly" in cookie_line and "SameSite=Strict" in cookie_line
+        assert http.get("/server_info").status_code == 200
+    with _client(ui.port) as http:
+        replayed = http.get(link)  # the same link again: used, so refused
+        assert replayed.status_code == 401 and COOKIE not in replayed.cookies
+        made_up = http.get(login_url(f"http://127.0.0.1:{ui.port}", "y" * 43))
+        assert made_up.status_code == 401
+        # A login link sends the browser only to a path of this server.
+        away = http.get(ui.link(next_path="//attacker.example/"))
+        assert away.status_code == 303 and away.headers["location"] == "/"
+
+    key = ui.secrets / "ui.session"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert stat.S_IMODE(ui.secrets.stat().st_mode) == 0o700
+    account = pwd.getpwnam(other_account)
+    base = f"http://127.0.0.1:{ui.port}"
+    probe = subprocess.run(
+        ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups",
+         sys.executable, "-c", OTHER_ACCOUNT_PROBE, str(key), f"{base}/server_info",
+         f"{base}/garage/"],
+        capture_output=True, text=True, timeout=60, cwd="/",
+        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+    )  # fmt: skip
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert probe.stdout.split() == ["unreadable", "401", "401"]

@@ -24,7 +24,7 @@ from garage.inference.errors import EgressRefused, InferenceError, ServerUnavail
 from garage.inference.model_key import auth_headers
 from garage.inference.options import ChatOptions
 from garage.inference.stream import Delta, Watchdog, ndjson_deltas, sse_deltas
-from garage.inference.transport import HOW_TO_START, Transport
+from garage.inference.transport import Transport, not_answering, too_slow
 
 
 class ChatRequests(Transport):
@@ -91,14 +91,9 @@ class ChatRequests(Transport):
                         return
             except (httpx.ConnectError, httpx.ConnectTimeout) as error:
                 if attempt >= self.retries:
-                    raise ServerUnavailable(
-                        f"no {provider} server answering at {host} ({type(error).__name__}); "
-                        f"{HOW_TO_START[provider]}"
-                    ) from None
+                    raise not_answering(provider, host, error) from None
             except httpx.TimeoutException:
-                raise ServerUnavailable(
-                    f"{provider} at {host} did not answer {path} in time"
-                ) from None
+                raise too_slow(provider, host, path) from None
             time.sleep(self.backoff * 2**attempt)
             attempt += 1
 

@@ -111,14 +111,9 @@ class Transport:
                     time.sleep(self.backoff * 2**attempt)
                     attempt += 1
                     continue
-                raise ServerUnavailable(
-                    f"no {provider} server answering at {host} ({type(error).__name__}); "
-                    f"{HOW_TO_START[provider]}"
-                ) from None
+                raise not_answering(provider, host, error) from None
             except httpx.TimeoutException:
-                raise ServerUnavailable(
-                    f"{provider} at {host} did not answer {path} in time"
-                ) from None
+                raise too_slow(provider, host, path) from None
             if response.status_code == 503 and attempt < self.retries:
                 # llama-server answers 503 while it loads its model.
                 time.sleep(self.backoff * 2**attempt)
@@ -156,6 +151,18 @@ class Transport:
         raise InferenceError(
             f"{provider} at {host} refused {path} (HTTP {response.status_code}): {message}"
         )
+
+
+def not_answering(provider: str, host: str, error: Exception) -> ServerUnavailable:
+    """No server accepted the connection: say which, and how to start one."""
+    return ServerUnavailable(
+        f"no {provider} server answering at {host} ({type(error).__name__}); "
+        f"{HOW_TO_START[provider]}"
+    )
+
+
+def too_slow(provider: str, host: str, path: str) -> ServerUnavailable:
+    return ServerUnavailable(f"{provider} at {host} did not answer {path} in time")
 
 
 def _error_of(data: Any, response: httpx.Response) -> tuple[str, str, dict[str, Any]]:

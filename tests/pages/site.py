@@ -151,3 +151,22 @@ def pages_site(pg_server_url: str, llama: LlamaServers, root: Path) -> Iterator[
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@contextmanager
+def slow_model_pages(site: Site) -> Iterator[tuple[str, int, Any]]:
+    """The pages over ``site`` with a chat model that writes a long answer slowly (a fake LM
+    Studio server, named as one: the test watches the model's connection close, which a real
+    server does not report); yields (the pages' base URL, their port, the fake's state)."""
+    from tests.fakes.model_servers import FakeState, fake_server
+
+    words = " ".join(["word"] * 400)
+    reply = '{"stated": "yes", "excerpts": [1], "answer": "' + words + '"}'
+    state = FakeState(models={"slow"}, reply=reply, stream_delay=0.05)
+    with fake_server("lmstudio", state) as model_url:
+        config = site.config.model_copy(deep=True)
+        config.inference.provider, config.inference.model = "lmstudio", "slow"
+        config.inference.lmstudio_host = model_url
+        port = free_port()
+        with serving(config, site.database_url, port=port) as base:
+            yield base, port, state

@@ -14,10 +14,7 @@ from typing import Any
 
 import pytest
 
-from garage.pages.serve import serving
-from tests.fakes.model_servers import FakeState, fake_server
-from tests.pages.site import SEEDED, Site
-from tests.servers import free_port
+from tests.pages.site import SEEDED, Site, slow_model_pages
 
 QUESTION = "How do I handle an exception with try and except?"
 
@@ -189,29 +186,21 @@ def _wait_for_words(page: Any, within: float = 120) -> None:
 
 
 def test_stop_ends_the_models_generation(browser: Any, site: Site) -> None:
-    words = " ".join(["word"] * 400)
-    reply = '{"stated": "yes", "excerpts": [1], "answer": "' + words + '"}'
-    state = FakeState(models={"slow"}, reply=reply, stream_delay=0.05)
-    with fake_server("lmstudio", state) as model_url:
-        config = site.config.model_copy(deep=True)
-        config.inference.provider, config.inference.model = "lmstudio", "slow"
-        config.inference.lmstudio_host = model_url
-        port = free_port()
-        with serving(config, site.database_url, port=port) as base:
-            page = browser.new_context().new_page()
-            page.goto(base + "/ask")
-            page.fill("textarea[name=q]", QUESTION)
-            page.click("button[type=submit]")
-            _wait_for_words(page)
-            page.click("#stop")
-            assert state.disconnected.wait(10), "the model kept generating after Stop"
-            assert page.get_attribute("#result", "data-state") == "stopped"
-            # Leaving the page mid-answer stops it too.
-            state.disconnected.clear()
-            page.click("button[type=submit]")
-            _wait_for_words(page)
-            page.goto(base + "/search")
-            assert state.disconnected.wait(10), "the model kept generating after the page left"
+    with slow_model_pages(site) as (base, _port, state):
+        page = browser.new_context().new_page()
+        page.goto(base + "/ask")
+        page.fill("textarea[name=q]", QUESTION)
+        page.click("button[type=submit]")
+        _wait_for_words(page)
+        page.click("#stop")
+        assert state.disconnected.wait(10), "the model kept generating after Stop"
+        assert page.get_attribute("#result", "data-state") == "stopped"
+        # Leaving the page mid-answer stops it too.
+        state.disconnected.clear()
+        page.click("button[type=submit]")
+        _wait_for_words(page)
+        page.goto(base + "/search")
+        assert state.disconnected.wait(10), "the model kept generating after the page left"
 
 
 def test_without_javascript_the_answer_arrives_whole(browser: Any, site: Site) -> None:

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from garage.pages.reading import Pages
-from tests.pages.site import SEEDED, Site
+from tests.pages.site import SEEDED, Site, slow_model_pages
 
 
 def _get(site: Site, path: str, **params: str) -> httpx.Response:
@@ -161,30 +161,18 @@ def test_leaving_a_whole_answer_before_it_comes_stops_the_model(site: Site) -> N
     closes the request, and the model's generation is stopped then, not when it ends."""
     import socket
 
-    from garage.pages.serve import serving
-    from tests.fakes.model_servers import FakeState, fake_server
-    from tests.servers import free_port
-
-    words = " ".join(["word"] * 400)
-    reply = '{"stated": "yes", "excerpts": [1], "answer": "' + words + '"}'
-    state = FakeState(models={"slow"}, reply=reply, stream_delay=0.05)
-    with fake_server("lmstudio", state) as model_url:
-        config = site.config.model_copy(deep=True)
-        config.inference.provider, config.inference.model = "lmstudio", "slow"
-        config.inference.lmstudio_host = model_url
-        port = free_port()
-        with serving(config, site.database_url, port=port):
-            body = b"q=How+do+I+handle+an+exception%3F"
-            browser = socket.create_connection(("127.0.0.1", port), timeout=60)
-            browser.sendall(
-                b"POST /garage/ask HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                b"Content-Type: application/x-www-form-urlencoded\r\n"
-                b"Content-Length: %d\r\n\r\n%s" % (port, len(body), body)
-            )
-            deadline = time.monotonic() + 60
-            while not any(path.endswith("/chat/completions") for path, _ in state.requests):
-                assert time.monotonic() < deadline, "the model was never asked"
-                time.sleep(0.05)
-            time.sleep(0.5)
-            browser.close()  # the browser leaves
-            assert state.disconnected.wait(10), "the model kept generating"
+    with slow_model_pages(site) as (_base, port, state):
+        body = b"q=How+do+I+handle+an+exception%3F"
+        browser = socket.create_connection(("127.0.0.1", port), timeout=60)
+        browser.sendall(
+            b"POST /garage/ask HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (port, len(body), body)
+        )
+        deadline = time.monotonic() + 60
+        while not any(path.endswith("/chat/completions") for path, _ in state.requests):
+            assert time.monotonic() < deadline, "the model was never asked"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        browser.close()  # the browser leaves
+        assert state.disconnected.wait(10), "the model kept generating"

@@ -353,6 +353,10 @@ class Outcome:
     degraded: str | None = None  # rag_ask's search fell back (keyword only): why
     # rag_ask: the model's probability that an excerpt states the answer (garage.ask)
     stated_probability: float | None = None
+    # rag_ask: the share of the answer's words its excerpts hold (ask.min_support decides on
+    # it), and with ask.quote whether the words it copied are in an excerpt it named
+    support: float | None = None
+    quote_found: bool | None = None
 
 
 @dataclass
@@ -436,6 +440,8 @@ def asked_outcome(
         prompt_tokens=prompt_tokens,
         degraded=result.degraded,
         stated_probability=getattr(result, "stated_probability", None),
+        support=getattr(result, "support", None),
+        quote_found=getattr(result, "quote_found", None),
     )  # fmt: skip
 
 
@@ -818,14 +824,25 @@ def print_kinds(outcomes: list[Outcome]) -> None:
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
-def at_threshold(o: Outcome, threshold: float) -> tuple[bool, bool]:
-    """(declined, cites a judged document) had rag_ask run at ``threshold``, from a run at a
-    lower one: under the threshold the reply is declined; at or above it, it is the answer
-    the run got (greedy, the same "yes" branch). No probability: as the run went."""
+# The checks an answer can be read under after a run that made none (--min-support 0,
+# --quote record): the model's verdict alone, ask.min_support at its default, the quote, both.
+CHECKS = ("none", "support", "quote", "both")
+SUPPORT = 0.3
+
+
+def at_threshold(o: Outcome, threshold: float, check: str = "none") -> tuple[bool, bool]:
+    """(declined, cites a judged document) had rag_ask run at ``threshold`` with ``check``,
+    from a run at a lower one that checked nothing: under the threshold the reply is
+    declined; at or above it, it is the answer the run got (greedy, the same "yes" branch),
+    declined when the check withdraws it. No probability: as the run went."""
     p = o.stated_probability
-    if p is None:
-        return o.declined, o.cites_judged
-    if p < threshold:
+    if p is not None and p < threshold:
+        return True, False
+    if o.declined:
+        return True, False
+    if check in ("support", "both") and o.support is not None and o.support < SUPPORT:
+        return True, False
+    if check in ("quote", "both") and o.quote_found is False:
         return True, False
     return o.declined, o.cites_judged
 
@@ -847,18 +864,32 @@ def print_thresholds(outcomes: list[Outcome], run_threshold: float) -> None:
             + f"{'worst target margin':>22}"
         )
         print(f"{'':<10}" + "".join(f"{'cites  refused  declined':>34}" for _ in groups))
-        for threshold in (t for t in THRESHOLDS if t >= run_threshold):
-            cells, worst = [], float("inf")
-            for collection, split in groups:
-                of = [o for o in rows if (o.collection, o.split) == (collection, split)]
-                answerable = [at_threshold(o, threshold) for o in of if o.group == "answerable"]
-                unanswerable = [at_threshold(o, threshold) for o in of if o.group != "answerable"]
-                cites = sum(c for _, c in answerable) / max(1, len(answerable))
-                refused = sum(d for d, _ in answerable) / max(1, len(answerable))
-                declined = sum(d for d, _ in unanswerable) / max(1, len(unanswerable))
-                worst = min(worst, cites - 0.75, 0.10 - refused, declined - 0.85)
-                cells.append(f"{cites:>8.2f} {refused:>8.2f} {declined:>9.2f}")
-            print(f"{threshold:<10g}" + "".join(f"{c:>34}" for c in cells) + f"{worst:>22.2f}")
+        checks = ["none"]
+        if any(o.support is not None for o in rows):
+            checks.append("support")
+        if any(o.quote_found is not None for o in rows):
+            checks += ["quote", "both"] if len(checks) > 1 else ["quote"]
+        for check in checks:
+            if len(checks) > 1:
+                print(f"check: {check}")
+            for threshold in (t for t in THRESHOLDS if t >= run_threshold):
+                cells, worst = [], float("inf")
+                for collection, split in groups:
+                    of = [o for o in rows if (o.collection, o.split) == (collection, split)]
+                    answerable = [
+                        at_threshold(o, threshold, check) for o in of if o.group == "answerable"
+                    ]
+                    unanswerable = [
+                        at_threshold(o, threshold, check) for o in of if o.group != "answerable"
+                    ]
+                    cites = sum(c for _, c in answerable) / max(1, len(answerable))
+                    refused = sum(d for d, _ in answerable) / max(1, len(answerable))
+                    declined = sum(d for d, _ in unanswerable) / max(1, len(unanswerable))
+                    worst = min(worst, cites - 0.75, 0.10 - refused, declined - 0.85)
+                    cells.append(f"{cites:>8.2f} {refused:>8.2f} {declined:>9.2f}")
+                print(
+                    f"{threshold:<10g}" + "".join(f"{c:>34}" for c in cells) + f"{worst:>22.2f}"
+                )
     print(
         "targets: cites a judged document >= 0.75, refused <= 0.10 of answerable; declined >= "
         "0.85 of unanswerable; margin: the worst of the three, above (+) or below (-) its target"
@@ -992,6 +1023,15 @@ def main() -> None:
     parser.add_argument(
         "--missing-words", choices=("on", "off"), help="ask.name_missing_words (default: config)"
     )
+    parser.add_argument(
+        "--quote", choices=("off", "record", "check"),
+        help="ask.quote: off; record the quote (and whether it is found) without deciding on "
+        "it, for the table of checks; check: decline when it is not found (default: config)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-support", type=float, metavar="P",
+        help="ask.min_support (default: the config's); 0 records the support without deciding",
+    )  # fmt: skip
     parser.add_argument("--max-steps", type=int, default=DEFAULT_STEPS, help="with --agent")
     parser.add_argument(
         "--embed-timeout", type=float, default=EMBED_TIMEOUT, metavar="SECONDS",
@@ -1137,6 +1177,11 @@ def ask_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["excerpt_chars"] = args.excerpt_chars
     if args.missing_words is not None:
         settings["name_missing_words"] = args.missing_words == "on"
+    if args.quote is not None:
+        settings["quote"] = args.quote != "off"
+        settings["quote_check"] = args.quote == "check"
+    if args.min_support is not None:
+        settings["min_support"] = args.min_support
     return settings
 
 

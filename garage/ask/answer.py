@@ -34,7 +34,8 @@ from garage.ask import prompts
 from garage.ask.citations import ReadCitations, read_citations, says_not_in_excerpts
 from garage.ask.coverage import question_words, rare_words
 from garage.ask.excerpts import fit_excerpts, focus_hits
-from garage.ask.reply import STRUCTURE_TOKENS, Generated, ms_since, stream_answer
+from garage.ask.quote import quote_found
+from garage.ask.reply import QUOTE_TOKENS, STRUCTURE_TOKENS, Generated, ms_since, stream_answer
 from garage.ask.support import support
 from garage.ask.types import ANSWER_TOKENS, AskResult, Progress
 from garage.config import GarageConfig
@@ -137,7 +138,8 @@ def ask(
     hits = focus_hits(conn, config, question, hits)
     settings = config.ask
     rare = rare_words(conn, question_words(question)) if settings.name_missing_words else []
-    shown = fit_excerpts(model, question, hits, answer_tokens + STRUCTURE_TOKENS, rare)
+    reply_tokens = answer_tokens + STRUCTURE_TOKENS + (QUOTE_TOKENS if settings.quote else 0)
+    shown = fit_excerpts(model, question, hits, reply_tokens, rare, settings.quote)
     generated = stream_answer(
         model,
         question,
@@ -149,6 +151,7 @@ def ask(
         on_text,
         on_progress,
         cancel,
+        settings.quote,
     )
     shown = generated.shown
     if len(shown) < len(hits):
@@ -157,8 +160,18 @@ def ask(
     if markers and on_text:
         on_text(markers)  # the streamed answer ends with its sources too
     not_in = says_not_in_excerpts(read.text) and not read.cited
+    quoted = None
+    if settings.quote and not not_in and generated.finish == "stop":
+        # The words it says it copied must be in an excerpt it named: an answer whose quote
+        # is nowhere it was shown is not from the excerpts. Withdrawn, like an unsupported one.
+        named = [shown[n - 1].excerpt for n in read.cited if 1 <= n <= len(shown)]
+        quoted = quote_found(generated.quote or "", named)
+        if not quoted and settings.quote_check:
+            notes.append("the answer was withdrawn: the words it quoted are in no excerpt it named")
+            read = ReadCitations(prompts.NOT_IN_EXCERPTS, [], read.unresolved)
+            not_in = True
     backing = None
-    if not not_in and read.text.strip() and settings.min_support > 0:
+    if not not_in and read.text.strip():
         # An answer whose own words no excerpt holds came from elsewhere: withdrawn, and
         # said so after the text a client has already seen streamed.
         backing = support(question, read.text, [c.excerpt for c in shown])
@@ -201,6 +214,8 @@ def ask(
         took_ms=ms_since(started),
         stated_probability=generated.stated_probability,
         support=backing,
+        quote=generated.quote,
+        quote_found=quoted,
     )
 
 

@@ -125,7 +125,7 @@ def citations_for(hits: Sequence[SearchHit], excerpt_chars: int) -> list[Citatio
 
 
 def ask_messages(
-    question: str, citations: Sequence[Citation], rare: Sequence[str] = ()
+    question: str, citations: Sequence[Citation], rare: Sequence[str] = (), quote: bool = False
 ) -> list[Message]:
     """The prompt: the excerpts, the question, and the question's ``rare`` words (see
     garage.ask.coverage) that no excerpt contains."""
@@ -140,7 +140,8 @@ def ask_messages(
     user = prompts.ASK_USER.format(
         excerpts="\n\n".join(blocks), question=question.strip(), coverage=coverage
     )
-    return [{"role": "system", "content": prompts.ASK_SYSTEM}, {"role": "user", "content": user}]
+    system = prompts.ASK_SYSTEM_QUOTE if quote else prompts.ASK_SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def prompt_tokens(model: LocalChatModel, messages: Sequence[Message], classes: set[str]) -> int:
@@ -155,6 +156,7 @@ def fit_excerpts(
     hits: Sequence[SearchHit],
     answer_tokens: int,
     rare: Sequence[str] = (),
+    quote: bool = False,
 ) -> list[Citation]:
     """As many of the best excerpts as fit the context with room for the answer: the
     lowest-ranked go first; a lone excerpt still too long is shortened."""
@@ -162,7 +164,7 @@ def fit_excerpts(
     count, excerpt_chars = len(hits), EXCERPT_CHARS
     while True:
         citations = citations_for(hits[:count], excerpt_chars)
-        messages = ask_messages(question, citations, rare)
+        messages = ask_messages(question, citations, rare, quote)
         used = prompt_tokens(model, messages, {c.corpus_class for c in citations})
         if used <= budget:
             return citations

@@ -26,6 +26,26 @@ Reply with one JSON object:
 People ask in their own words: an excerpt can state the answer in other words than the \
 question's."""
 
+# ask.quote: the same, with the excerpt's own words copied before the answer, so that a reply
+# can be checked against what it was shown (garage.ask.quote).
+ASK_SYSTEM_QUOTE = f"""\
+You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
+excerpts from a search of their private index, and a question. The search always returns \
+something, so often no excerpt answers the question. Use only what the excerpts say, never \
+your own knowledge.
+
+Reply with one JSON object:
+- "stated": "yes" if an excerpt states the answer to the question, else "no";
+- "excerpts": the numbers of the excerpts that state it, the best first (one to three); [] when \
+"stated" is "no";
+- "quote": the sentence of the first of those excerpts that states the answer, copied word for \
+word;
+- "answer": the answer in at most four sentences, from those excerpts; "{NOT_IN_EXCERPTS}" when \
+"stated" is "no".
+
+People ask in their own words: an excerpt can state the answer in other words than the \
+question's."""
+
 ASK_USER = """\
 {excerpts}
 

@@ -32,6 +32,8 @@ from garage.search import SearchHit
 # The JSON around the answer ({"stated": "yes", "excerpts": [1, 2], "answer": "..."}) costs
 # tokens of its own: the answer keeps its whole budget on top of them.
 STRUCTURE_TOKENS = 24
+# ask.quote: the copied words come on top of that (a quote is at most QUOTE_CHARS characters).
+QUOTE_TOKENS = 80
 # How many likeliest tokens the server reports at each position; the verdict's "yes" and
 # "no" are among them.
 VERDICT_ALTERNATIVES = 10
@@ -45,6 +47,7 @@ class Generated:
     first_token_ms: float | None
     excerpts: list[int] = field(default_factory=list)  # the excerpts the reply named
     stated_probability: float | None = None
+    quote: str | None = None  # the excerpt's words the reply copied (ask.quote)
 
 
 def stream_answer(
@@ -58,6 +61,7 @@ def stream_answer(
     on_text: Callable[[str], None] | None,
     on_progress: Progress | None,
     cancel: threading.Event | None,
+    quote: bool = False,
 ) -> Generated:
     """Stream the answer; should the server still refuse the prompt as too long (its count
     and ours can differ), show fewer excerpts and try again.
@@ -82,13 +86,13 @@ def stream_answer(
         first_token_ms = None
         overruled: str | None = None
         stream = model.stream(
-            ask_messages(question, citations, rare),
+            ask_messages(question, citations, rare, quote),
             corpus_classes={c.corpus_class for c in citations},
-            json_schema=answer_schema(len(citations), stated_only=stated_only),
+            json_schema=answer_schema(len(citations), stated_only=stated_only, quote=quote),
             # Greedy: an answer from excerpts gains nothing from sampling, and the same
             # question then gets the same answer.
             temperature=0.0,
-            max_tokens=answer_tokens + STRUCTURE_TOKENS,
+            max_tokens=answer_tokens + STRUCTURE_TOKENS + (QUOTE_TOKENS if quote else 0),
             cancel=cancel,
             top_logprobs=None if stated_only else VERDICT_ALTERNATIVES,
         )
@@ -118,7 +122,13 @@ def stream_answer(
                 raise
             cut = reply.result()
             return Generated(
-                cut.answer, citations, "time_limit", first_token_ms, cut.excerpts, probability
+                cut.answer,
+                citations,
+                "time_limit",
+                first_token_ms,
+                cut.excerpts,
+                probability,
+                cut.quote,
             )
         except ContextExceeded:
             if pieces:
@@ -146,7 +156,13 @@ def stream_answer(
             on_progress(2, 2, "answered")
         whole = reply.result()
         return Generated(
-            whole.answer, citations, finish, first_token_ms, whole.excerpts, probability
+            whole.answer,
+            citations,
+            finish,
+            first_token_ms,
+            whole.excerpts,
+            probability,
+            whole.quote,
         )
 
 

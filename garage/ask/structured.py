@@ -24,18 +24,24 @@ from garage.ask.prompts import NOT_IN_EXCERPTS
 
 # More than three excerpts for a four-sentence answer is a model listing everything it saw.
 MAX_CITED = 3
+# A quote is a sentence or two, not the excerpt copied whole.
+QUOTE_CHARS = 300
 
 
-def answer_schema(excerpts: int, *, stated_only: bool = False) -> dict[str, Any]:
+def answer_schema(
+    excerpts: int, *, stated_only: bool = False, quote: bool = False
+) -> dict[str, Any]:
     """The reply's shape when ``excerpts`` numbered excerpts were shown: "stated": "yes", one
     to three excerpt numbers and an answer; or "stated": "no", no excerpt and the refusal.
     ``stated_only``: the "yes" branch alone, for an answer already judged answerable.
+    ``quote``: the "yes" branch copies the excerpt's words that state the answer before it
+    answers (garage.ask.quote checks them).
 
     The yes/no comes first because a model asked only for excerpt numbers always names one:
     search returns something for every question, and a number is what the grammar offers
     next. Asked first whether an excerpt states the answer, it says no when none does."""
     numbers = list(range(1, excerpts + 1))
-    stated = {
+    stated: dict[str, Any] = {
         "type": "object",
         "properties": {
             "stated": {"type": "string", "enum": ["yes"]},
@@ -50,6 +56,14 @@ def answer_schema(excerpts: int, *, stated_only: bool = False) -> dict[str, Any]
         "required": ["stated", "excerpts", "answer"],
         "additionalProperties": False,
     }
+    if quote:
+        # The quote between the excerpts and the answer: the model writes the answer from the
+        # words it has just copied.
+        properties: dict[str, Any] = stated["properties"]
+        answer = properties.pop("answer")
+        properties["quote"] = {"type": "string", "minLength": 1, "maxLength": QUOTE_CHARS}
+        properties["answer"] = answer
+        stated["required"] = ["stated", "excerpts", "quote", "answer"]
     refused = {
         "type": "object",
         "properties": {
@@ -101,6 +115,7 @@ class StructuredAnswer:
     excerpts: list[int]  # as the model named them, before any check against what was shown
     answer: str
     complete: bool  # False when the reply was cut off (token or time limit) mid-object
+    quote: str | None = None  # the excerpt's words it copied, when asked to (ask.quote)
 
 
 _ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
@@ -185,7 +200,10 @@ class AnswerStream:
             numbers = value.get("excerpts")
             listed = numbers if isinstance(numbers, list) else []
             excerpts = [n for n in listed if isinstance(n, int)]
-            return StructuredAnswer(excerpts, value["answer"], True)
+            quote = value.get("quote")
+            return StructuredAnswer(
+                excerpts, value["answer"], True, quote if isinstance(quote, str) else None
+            )
         match = _EXCERPTS.search(self.raw)
         excerpts = [int(n) for n in re.findall(r"\d+", match.group(1))] if match else []
         return StructuredAnswer(excerpts, self.text, False)

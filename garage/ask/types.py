@@ -54,6 +54,10 @@ class AskResult:
     # The share of the answer's own words that its excerpts hold (garage.ask.support), which
     # ``ask.min_support`` decides on; None when it was not reckoned (a refusal).
     support: float | None = None
+    # ask.quote: the excerpt's words the model copied before answering, and whether they are
+    # in an excerpt it named (garage.ask.quote); None when not asked or not checked.
+    quote: str | None = None
+    quote_found: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -312,6 +312,11 @@ class AskConfig(Section):
     # (garage.ask.coverage): evidence that search found something near the question rather
     # than about it, but also of a question put in other words than the page's.
     name_missing_words: bool = False
+    # Ask the model to copy the excerpt's words that state the answer before it answers
+    # (garage.ask.quote), and with ``quote_check`` decline when they are in no excerpt it
+    # named. Without the check the quote is only recorded (AskResult.quote_found).
+    quote: bool = False
+    quote_check: bool = True
 
 
 class GarageConfig(Section):

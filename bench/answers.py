@@ -887,9 +887,7 @@ def print_thresholds(outcomes: list[Outcome], run_threshold: float) -> None:
                     declined = sum(d for d, _ in unanswerable) / max(1, len(unanswerable))
                     worst = min(worst, cites - 0.75, 0.10 - refused, declined - 0.85)
                     cells.append(f"{cites:>8.2f} {refused:>8.2f} {declined:>9.2f}")
-                print(
-                    f"{threshold:<10g}" + "".join(f"{c:>34}" for c in cells) + f"{worst:>22.2f}"
-                )
+                print(f"{threshold:<10g}" + "".join(f"{c:>34}" for c in cells) + f"{worst:>22.2f}")
     print(
         "targets: cites a judged document >= 0.75, refused <= 0.10 of answerable; declined >= "
         "0.85 of unanswerable; margin: the worst of the three, above (+) or below (-) its target"

@@ -144,9 +144,13 @@ def models_list(obj: GarageContext, as_json: bool) -> None:
 @models_group.command("remove")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@no_wait_option
 @click.pass_obj
-def models_remove(obj: GarageContext, name: str, yes: bool) -> None:
-    """Drop a model's vector table and its registry entry."""
+def models_remove(obj: GarageContext, name: str, yes: bool, no_wait: bool) -> None:
+    """Drop a model's vector table and its registry entry.
+
+    Its vectors are every source's: it waits for every run writing a source or the corpus
+    (75 with --no-wait while one does)."""
     from garage.embed.registry import remove_model
 
     config = obj.config()
@@ -156,5 +160,5 @@ def models_remove(obj: GarageContext, name: str, yes: bool) -> None:
         if not yes:
             click.confirm(f"Drop every vector of {name}?", abort=True)
         with connect(url, autocommit=True) as conn:
-            model = remove_model(conn, name)
+            model = remove_model(conn, name, waiting(no_wait))
     click.echo(f"removed {model.name} and {model.table}")

@@ -22,6 +22,7 @@ from garage.db.connect import scalar
 from garage.embed.inputs import SIGNATURES
 from garage.embed.model import RegisteredModel
 from garage.embed.tables import ensure_tables
+from garage.locks import CORPUS, Waiting, source_names, writing
 
 log = logging.getLogger(__name__)
 
@@ -182,10 +183,17 @@ def find_model(conn: psycopg.Connection[Any], name: str) -> RegisteredModel:
     raise RegistryError(f"no embedding model named {name!r} (models: {known})")
 
 
-def remove_model(conn: psycopg.Connection[Any], name: str) -> RegisteredModel:
-    """Drop a model's table and its registry row (its vectors are gone)."""
+def remove_model(
+    conn: psycopg.Connection[Any], name: str, waiting: Waiting | None = None
+) -> RegisteredModel:
+    """Drop a model's table and its registry row (its vectors are gone).
+
+    Every source's vectors and the distilled facts' go with it: it is a writer of every source
+    and of the corpus, and waits for the writers of each rather than drop the table from under
+    an embed writing into it."""
     model = find_model(conn, name)
-    with conn.transaction():
+    scopes = [*source_names(conn), CORPUS]
+    with writing(conn, scopes, "models remove", waiting), conn.transaction():
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(model.table)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(model.fact_table)))
         conn.execute(

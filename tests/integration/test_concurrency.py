@@ -502,3 +502,50 @@ def test_enrich_facts_during_an_edit(migrated_db: str, second_db: str, tmp_path:
     assert_same_index(migrated_db, second_db)
     assert facts_rows(migrated_db) == facts_rows(second_db)
     assert facts_rows(second_db), "the mail stated no header facts"
+
+
+def test_removing_a_model_waits_for_every_writer_of_its_vectors(
+    migrated_db: str, tmp_path: Path
+) -> None:
+    """`garage models remove` drops every source's vectors of a model: while a source is being
+    written it is refused with --no-wait, and otherwise waits, the table still there until the
+    writer is done. (It took no lock, and dropped the table from under whatever wrote it.)"""
+    probe = {"name": "probe", "provider": "llama_server", "host": "http://127.0.0.1:9",
+             "model": "probe", "dimensions": 8}  # fmt: skip
+    config = {
+        "sources": [{"name": "notes", "roots": [str(notes(tmp_path / "notes", 2))]}],
+        "embedding": {"default": "probe", "models": [probe]},
+    }
+    env = config_env(tmp_path, migrated_db, config, "probe.json")
+    run_to_end(garage("ingest"), env)
+    from garage.embed.registry import register_models
+
+    def table() -> bool:
+        return scalar(migrated_db, "SELECT count(*) FROM pg_class WHERE relname = 'emb_probe'") == 1
+
+    with psycopg.connect(migrated_db, autocommit=True) as conn:
+        register_models(conn, GarageConfig.model_validate(config))
+        assert table()
+        with writing(conn, "notes", "embed"):
+            busy = subprocess.run(
+                garage("models", "remove", "probe", "--yes", "--no-wait"),
+                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert busy.returncode == EXIT_BUSY, busy.stderr
+            assert f"source 'notes' is being written by `garage embed` (pid {os.getpid()}," in (
+                busy.stderr
+            )
+            remove = start(garage("models", "remove", "probe", "--yes"), env)
+            assert remove.stderr is not None
+            said = ""
+            for line in remove.stderr:  # until it says it waits (or ends, failing below)
+                said += line
+                if "waiting for source" in line:
+                    break
+            assert "waiting for source 'notes': it is being written by `garage embed`" in said
+            time.sleep(1)
+            assert remove.poll() is None and table()
+        code, out, err = finish(remove, timeout=120)
+    assert code == 0, err
+    assert "removed probe and emb_probe" in out
+    assert not table()

@@ -32,6 +32,7 @@ class Pending:
 
 
 def _values(row: Any) -> tuple[Any, ...]:
+    """A row's values in column order, from a dict row or a tuple row (columns named apart)."""
     return tuple(row.values()) if isinstance(row, dict) else tuple(row)
 
 
@@ -65,7 +66,8 @@ def count(
         facts=sql.Identifier(model.fact_table),
     )
     counted = sql.SQL(
-        "SELECT s.id, coalesce(n.content, 0), coalesce(n.facts, 0) FROM sources s LEFT JOIN"
+        "SELECT s.id, coalesce(n.content, 0) AS content, coalesce(n.facts, 0) AS facts"
+        " FROM sources s LEFT JOIN"
         " (SELECT source_id, count(*) FILTER (WHERE NOT fact) AS content,"
         "  count(*) FILTER (WHERE fact) AS facts FROM ({missing}) x GROUP BY source_id) n"
         " ON n.source_id = s.id{where}"
@@ -121,7 +123,8 @@ def pending(conn: psycopg.Connection[Any], model: str, sources: Sequence[str] = 
 def by_source(conn: psycopg.Connection[Any]) -> dict[tuple[str, str], int]:
     """Every backlog row: (model name, source name) -> chunks waiting."""
     rows = conn.execute(
-        "SELECT m.name, s.name, greatest(b.pending, 0) FROM embedding_backlog b"
+        "SELECT m.name AS model, s.name AS source, greatest(b.pending, 0) AS pending"
+        " FROM embedding_backlog b"
         " JOIN embedding_models m ON m.id = b.model_id JOIN sources s ON s.id = b.source_id"
     ).fetchall()
     return {(str(r[0]), str(r[1])): int(r[2]) for r in map(_values, rows)}

@@ -56,7 +56,8 @@ def measured_rates(conn: psycopg.Connection[Any], runs: int = RATE_RUNS) -> dict
     """Each model's rate over its last ``runs`` runs that wrote a vector, by model name; a
     model with none is absent. Summed, not averaged: a long run counts for what it did."""
     rows = conn.execute(
-        "SELECT name, count(*), sum(vectors_written), sum(seconds) FROM ("
+        "SELECT name, count(*) AS runs, sum(vectors_written) AS chunks,"
+        " sum(seconds) AS seconds FROM ("
         " SELECT m.name, r.vectors_written, r.seconds, row_number() OVER"
         "  (PARTITION BY r.model_id ORDER BY r.finished_at DESC, r.id DESC) AS recent"
         " FROM embedding_runs r JOIN embedding_models m ON m.id = r.model_id"

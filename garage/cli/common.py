@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
+from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,8 @@ def echo_json(value: object) -> None:
             return asdict(obj)
         if isinstance(obj, Path):
             return str(obj)
+        if isinstance(obj, datetime):
+            return obj.isoformat()
         raise TypeError(f"cannot serialise {type(obj).__name__}")
 
     click.echo(json.dumps(value, indent=2, default=default, sort_keys=False))

@@ -183,11 +183,11 @@ def estimate(pending: int, rate: Rate | None) -> str:
         return "nothing waiting"
     if rate is None:
         return "time left unknown: no `garage embed` run has been measured yet (rate unknown)"
-    left = pending / rate.chunks_per_second
+    left = duration(pending / rate.chunks_per_second)
     runs_measured = f"{rate.runs} run" + ("s" if rate.runs != 1 else "")
     return (
-        f"about {duration(left)} left at {rate.chunks_per_second:.1f} chunks/s "
-        f"(measured over the last {runs_measured})"
+        f"{left if left.startswith('under') else 'about ' + left} left at "
+        f"{rate.chunks_per_second:.1f} chunks/s (measured over the last {runs_measured})"
     )
 
 

@@ -37,7 +37,8 @@ def status_cmd(obj: GarageContext, source: str | None, as_json: bool) -> None:
     if source is not None and statuses[0].kind is None and source not in configured:
         known = ", ".join(configured) or "none configured"
         raise click.ClickException(f"no source named {source!r} (sources: {known})")
-    overall = totals(statuses) if len(statuses) > 1 else []
+    # Over every source, when more than one has something to add up.
+    overall = totals(statuses) if sum(1 for s in statuses if s.models) > 1 else []
     if as_json:
         echo_json(
             {

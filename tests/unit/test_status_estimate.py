@@ -37,6 +37,9 @@ def test_the_estimate_names_its_measured_rate_or_says_it_has_none() -> None:
     )
     one = Rate(chunks_per_second=2.0, runs=1, chunks=10, seconds=5.0)
     assert estimate(240, one) == "about 2 min left at 2.0 chunks/s (measured over the last 1 run)"
+    assert estimate(30, one) == (
+        "under a minute left at 2.0 chunks/s (measured over the last 1 run)"
+    )
     assert "rate unknown" in estimate(500, None) and "left at" not in estimate(500, None)
     assert estimate(0, rate) == estimate(0, None) == "nothing waiting"
 

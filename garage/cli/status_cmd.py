@@ -17,7 +17,7 @@ from garage.db.migrate import ensure_migrated
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def status_cmd(obj: GarageContext, source: str | None, as_json: bool) -> None:
-    """Per source (default: every one): files indexed, chunks, the last ingest run, and per
+    """Per source (default: every one): documents indexed, chunks, the last ingest run, and per
     embedding model the chunks embedded and waiting, with the time left.
 
     The time left is the waiting chunks at the rate `garage embed` was measured at over its
@@ -78,8 +78,8 @@ def _echo_source(status: Any) -> None:
         else ""
     )
     click.echo(
-        f"{status.name} ({status.kind}): {status.documents:,} files indexed{facts}, "
-        f"{status.chunks:,} chunks"
+        f"{status.name} ({status.kind}): {_count(status.documents, 'document')} indexed{facts}, "
+        f"{_count(status.chunks, 'chunk')}"
     )
     run = status.last_ingest
     if run is None:
@@ -95,7 +95,8 @@ def _echo_source(status: Any) -> None:
             )
         failed = f", {run.failed:,} failed" if run.failed else ""
         click.echo(
-            f"  last ingest: {state}; {run.seen:,} files seen, {run.indexed:,} indexed{failed}"
+            f"  last ingest: {state}; {_count(run.seen, 'file')} seen, {run.indexed:,} indexed"
+            f"{failed}"
         )
     if not status.models:
         click.echo("  no embedding model registered (`garage embed` registers the configured)")
@@ -106,6 +107,10 @@ def _echo_source(status: Any) -> None:
 def _echo_model(standing: Any) -> None:
     default = " (default)" if standing.is_default else ""
     click.echo(
-        f"  {standing.model}{default}: {standing.embedded:,} chunks embedded, "
+        f"  {standing.model}{default}: {_count(standing.embedded, 'chunk')} embedded, "
         f"{standing.pending:,} waiting; {standing.estimate}"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

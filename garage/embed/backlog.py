@@ -116,7 +116,13 @@ def pending(conn: psycopg.Connection[Any], model: str, sources: Sequence[str] = 
     if sources:
         query += " JOIN sources s ON s.id = b.source_id AND s.name = ANY(%s)"
         params.insert(0, list(sources))
-    row = conn.execute(query + " WHERE m.name = %s", params).fetchone()
+    # One round trip on an autocommit connection (every door's); otherwise in a transaction of
+    # its own, so none is left open on the caller's connection.
+    if conn.autocommit:
+        row = conn.execute(query + " WHERE m.name = %s", params).fetchone()
+    else:
+        with conn.transaction():
+            row = conn.execute(query + " WHERE m.name = %s", params).fetchone()
     return int(_values(row)[0]) if row is not None else 0
 
 

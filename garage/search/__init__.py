@@ -100,8 +100,7 @@ def search(
         # What the vector leg could not see. A kept count, one row per source, not a count of
         # the chunks without a vector, which grows with the index (embed/backlog.py). It
         # covers the query's sources; its other filters narrow what it ranked, not the count.
-        with conn.transaction():
-            pending = backlog.pending(conn, model.name, query.sources)
+        pending = backlog.pending(conn, model.name, query.sources)
         if pending:
             partial = f"partial: {pending:,} chunks not yet embedded under {model.name}"
     took_ms = (time.perf_counter() - started) * 1000

@@ -76,7 +76,7 @@ def test_status_counts_what_waits_and_estimates_once_a_rate_is_measured(index: I
     assert before["docs"]["last_ingest"]["failed"] == 0
     assert before["docs"]["models"] == []  # no model registered yet
     text = index.run("status").stdout
-    assert "docs (files): 3 files indexed" in text and "no embedding model registered" in text
+    assert "docs (files): 3 documents indexed" in text and "no embedding model registered" in text
 
     index.run("models", "list")  # registers the model: every chunk waits for it
     chunks = {name: s["chunks"] for name, s in index.status().items()}

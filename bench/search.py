@@ -660,7 +660,7 @@ def report(
     for label in ("kept", "kept, one source", "exact"):
         values = partial[label]
         print(
-            f"  {label + ' count':22}p50 {percentile(values, 50):8.2f}  "
+            f"  {label + ' count':26}p50 {percentile(values, 50):8.2f}  "
             f"p95 {percentile(values, 95):8.2f}  ({len(values)} counts)"
         )
     print()

@@ -254,3 +254,49 @@ def test_a_database_migrated_with_models_registered_gets_their_count(
             "SELECT pending FROM embedding_backlog b JOIN sources s ON s.id = b.source_id"
             " WHERE s.name = 'a'"
         ).fetchone() == (3,)
+
+
+MAIL = """\
+From: Alice Martin <alice@example.net>
+To: Jane Doe <jane@example.org>
+Subject: The harbour lamps
+Date: Mon, 04 Mar 2024 10:00:00 +0000
+Message-ID: <lamps1@example.net>
+Content-Type: text/plain; charset=utf-8
+
+The lamps on the breakwater are lit again; the harbour office fixed them on Friday.
+"""
+
+
+def test_long_runs_tell_their_bars_how_much_is_coming(index: Index) -> None:
+    """What a bar's time left comes from: embed says the chunks it will embed, enrich-facts the
+    documents it will work on (fewer as it finds them current); by the end what was done and
+    what was expected agree."""
+    from garage.embed import embed
+    from garage.facts import enrich_facts
+    from garage.inference import EgressGuard, InferenceClient
+
+    (index.root / "notes" / "lamps.eml").write_text(MAIL)
+    index.run("ingest")
+    calls: list[tuple[int, int]] = []
+
+    def progress(done: int, expected: int = 0) -> None:
+        calls.append((done, expected))
+
+    with (
+        psycopg.connect(index.url, autocommit=True) as conn,
+        InferenceClient(EgressGuard.from_config(index.config)) as client,
+    ):
+        [limited] = embed(conn, client, index.config, source="docs", limit=5, progress=progress)
+        assert calls[0] == (0, 5) and sum(d for d, _ in calls) == 5 == limited.vectors_written
+        calls.clear()
+        [whole] = embed(conn, client, index.config, source="docs", progress=progress)
+        assert calls[0] == (0, whole.pending) and whole.pending > 0
+        assert sum(d for d, _ in calls) == whole.pending == whole.vectors_written
+
+        calls.clear()
+        report = enrich_facts(conn, index.config, prompt_names=["metadata"], progress=progress)
+        documents = int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])  # type: ignore[index]
+        # Every document was a candidate; only the mail has headers to read facts from.
+        assert calls[0] == (0, documents) and report.documents_read == 1
+        assert sum(e for _, e in calls) == sum(d for d, _ in calls) == 1

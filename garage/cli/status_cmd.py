@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from garage.cli.common import GarageContext, echo_json, user_errors
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
+
+if TYPE_CHECKING:
+    from garage.status import ModelStanding, SourceStatus
 
 
 @click.command("status")
@@ -58,17 +61,17 @@ def status_cmd(obj: GarageContext, source: str | None, as_json: bool) -> None:
             _echo_model(standing)
 
 
-def _as_dict(status: Any) -> dict[str, Any]:
+def _as_dict(status: SourceStatus) -> dict[str, Any]:
     out = asdict(status)
     out["models"] = [_model_dict(m) for m in status.models]
     return out
 
 
-def _model_dict(standing: Any) -> dict[str, Any]:
+def _model_dict(standing: ModelStanding) -> dict[str, Any]:
     return asdict(standing) | {"estimate": standing.estimate}
 
 
-def _echo_source(status: Any) -> None:
+def _echo_source(status: SourceStatus) -> None:
     if status.kind is None:
         click.echo(f"{status.name}: never ingested (`garage ingest {status.name}`)")
         return
@@ -104,7 +107,7 @@ def _echo_source(status: Any) -> None:
         _echo_model(standing)
 
 
-def _echo_model(standing: Any) -> None:
+def _echo_model(standing: ModelStanding) -> None:
     default = " (default)" if standing.is_default else ""
     click.echo(
         f"  {standing.model}{default}: {_count(standing.embedded, 'chunk')} embedded, "

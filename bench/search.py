@@ -20,6 +20,10 @@ disabled, alternately — and (b) keyword latency over the maintained postings a
 chunks; it takes seconds a query at 100k, hence ``--derived-queries``), side by side with a
 one-line conclusion.
 
+And it times what the partial note costs a search whose vector leg ran ("partial: N chunks not
+yet embedded under MODEL"): the lookup of the kept count search makes (embed/backlog.py), over
+every source and over one, against the exact count of the chunks without a vector it stands for.
+
 The corpus: every chunk's text is a real prose window of the Python documentation (Debian
 ``python3.11-doc``'s reST sources when cached under ~/.cache/garage/material, else the standard
 library's sources) at a random offset with a varied length, cut at whitespace, one document
@@ -66,7 +70,7 @@ from bench.common import add_model_arguments, bench_config, with_database  # noq
 from garage.config import GarageConfig  # noqa: E402
 from garage.db import resolve_url, scalar  # noqa: E402
 from garage.db.migrate import ensure_migrated  # noqa: E402
-from garage.embed import register_models  # noqa: E402
+from garage.embed import backlog, register_models  # noqa: E402
 from garage.embed.registry import RegisteredModel, configured_models, default_model  # noqa: E402
 from garage.inference import EgressGuard, InferenceClient  # noqa: E402
 from garage.ingest.store import DocumentRecord, NewChunk, sha256_text, store_document  # noqa: E402
@@ -477,6 +481,29 @@ def measure_search(
     return timings
 
 
+def measure_partial(
+    conn: psycopg.Connection[Any], model: RegisteredModel, rounds: int
+) -> dict[str, list[float]]:
+    """What the partial note adds to a search whose vector leg ran: the lookup of the kept
+    count as search makes it (one row per source, on an autocommit connection as every door's
+    is), against the exact count it stands for (an anti-join over every chunk, also what the
+    backfill counts when it starts). The loader wrote its vectors past the backfill, so the
+    exact count comes first and leaves the kept one true."""
+    timings: dict[str, list[float]] = {"kept": [], "kept, one source": [], "exact": []}
+    sources = [str(scalar(conn, "SELECT min(name) FROM sources"))]
+    for _ in range(3):
+        began = time.perf_counter()
+        backlog.count(conn, model)
+        timings["exact"].append((time.perf_counter() - began) * 1000)
+    for i in range(WARMUP + rounds):
+        for label, scope in (("kept", []), ("kept, one source", sources)):
+            began = time.perf_counter()
+            backlog.pending(conn, model.name, scope)
+            if i >= WARMUP:
+                timings[label].append((time.perf_counter() - began) * 1000)
+    return timings
+
+
 def measure_keyword_variants(
     conn: psycopg.Connection[Any],
     config: GarageConfig,
@@ -574,6 +601,7 @@ def report(
     ingest: dict[str, list[float]],
     keyword: dict[str, list[float]],
     bm25: Bm25Context,
+    partial: dict[str, list[float]],
 ) -> None:
     print()
     print(f"garage.search on {chunks:,} chunks, {queries} queries, limit 10, 200 candidates/engine")
@@ -627,6 +655,14 @@ def report(
         f"p50 {percentile(embed, 50):.1f} ms, p95 {percentile(embed, 95):.1f} ms"
     )
 
+    print()
+    print(f"the partial note at {chunks:,} chunks (ms; what it adds to a search with a vector leg)")
+    for label in ("kept", "kept, one source", "exact"):
+        values = partial[label]
+        print(
+            f"  {label + ' count':26}p50 {percentile(values, 50):8.2f}  "
+            f"p95 {percentile(values, 95):8.2f}  ({len(values)} counts)"
+        )
     print()
     print(f"BM25 statistics at {chunks:,} chunks: maintained by triggers vs derived at query time")
     on, off = statistics.median(ingest["triggers on"]), statistics.median(ingest["triggers off"])
@@ -741,6 +777,8 @@ def main() -> None:
                     timings = measure_search(
                         conn, config, client, model, queries, query_vectors, timed_columns
                     )
+                with timed("the partial note: the kept count's lookup against the exact count"):
+                    partial = measure_partial(conn, model, rounds=max(200, len(queries)))
                 some = queries[: args.derived_queries]
                 with timed(f"keyword: maintained postings vs derived, {len(some)} queries"):
                     keyword = measure_keyword_variants(conn, config, model, some)
@@ -766,7 +804,7 @@ def main() -> None:
                             sql.Identifier(name)
                         )
                     )
-    report(chunks, len(queries), timings, ingest, keyword, bm25)
+    report(chunks, len(queries), timings, ingest, keyword, bm25, partial)
 
 
 def searchable_queries(server: str, corpus: Corpus, count: int) -> list[str]:

@@ -26,6 +26,7 @@ from garage.cli.ingest_cmd import ingest_cmd
 from garage.cli.mcp_cmd import mcp_group, mcp_serve_cmd
 from garage.cli.search_cmd import search_cmd
 from garage.cli.sources_cmd import sources_group
+from garage.cli.status_cmd import status_cmd
 
 
 class _Garage(click.Group):
@@ -73,6 +74,7 @@ def cli(ctx: click.Context, config_file: str | None, verbose: bool) -> None:
 
 cli.add_command(config_group)
 cli.add_command(sources_group)
+cli.add_command(status_cmd)
 cli.add_command(db_group)
 cli.add_command(ingest_cmd)
 cli.add_command(embed_cmd)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
+from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import click
 from garage.config import ConfigError, GarageConfig, config_path, load_config
 from garage.db import DatabaseError
 from garage.locks import Busy, Waiting
+from garage.progress import Progress
 from garage.stopping import StopSignal
 
 # Another run is writing the same source (or the corpus) and --no-wait was given: try later.
@@ -72,6 +74,8 @@ def echo_json(value: object) -> None:
             return asdict(obj)
         if isinstance(obj, Path):
             return str(obj)
+        if isinstance(obj, datetime):
+            return obj.isoformat()
         raise TypeError(f"cannot serialise {type(obj).__name__}")
 
     click.echo(json.dumps(value, indent=2, default=default, sort_keys=False))
@@ -79,7 +83,14 @@ def echo_json(value: object) -> None:
 
 class ProgressBars:
     """One progress bar per stage on stderr, on a terminal only (never under ``--json`` or in
-    a pipe, where it would be noise in what another program reads)."""
+    a pipe, where it would be noise in what another program reads).
+
+    Every bar shows its rate (items/s); once the run says how many items it expects, the bar
+    shows how far it is and the time left at its rate too."""
+
+    # The rate behind the time left: mostly the run's average, a little the last updates',
+    # so one slow batch does not swing the estimate (tqdm's default, 0.3, follows it closely).
+    SMOOTHING = 0.1
 
     def __init__(self, unit: str, *, quiet: bool):
         self.unit = unit
@@ -92,22 +103,41 @@ class ProgressBars:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __call__(self, stage: str, done: int) -> None:
-        """Count ``done`` more for ``stage``, its bar opened on first use."""
+    def __call__(self, stage: str, done: int, expected: int = 0) -> None:
+        """Count ``done`` more for ``stage`` (its bar opened on first use), and ``expected``
+        more to do (fewer, when negative)."""
         if self.quiet:
             return
         if stage not in self.bars:
             from tqdm import tqdm
 
-            self.bars[stage] = tqdm(desc=stage, unit=self.unit, leave=False)
-        self.bars[stage].update(done)
+            self.bars[stage] = tqdm(
+                desc=stage, unit=self.unit, leave=False, smoothing=self.SMOOTHING
+            )
+        bar = self.bars[stage]
+        if expected:
+            bar.total = max(0, (bar.total or 0) + expected)
+        bar.update(done)
+        if bar.total is not None and bar.n > bar.total:
+            bar.total = bar.n  # more than expected came: the bar stays whole, not past it
+        if expected:
+            bar.refresh()
 
-    def of(self, stage: str) -> Callable[[int], None] | None:
+    def of(self, stage: str) -> Progress | None:
         """The counter of one stage, its bar shown at once; None when there is no terminal."""
         if self.quiet:
             return None
         self(stage, 0)
-        return lambda done: self(stage, done)
+
+        def count(done: int, expected: int = 0) -> None:
+            self(stage, done, expected)
+
+        return count
+
+    def note(self, stage: str, text: str) -> None:
+        """A few words after a stage's counts (the file in hand, say)."""
+        if stage in self.bars:
+            self.bars[stage].set_postfix_str(text, refresh=False)
 
     def close(self) -> None:
         for bar in self.bars.values():

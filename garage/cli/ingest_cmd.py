@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
+from psycopg import Connection
 
-from garage.cli.common import GarageContext, echo_json, no_wait_option, user_errors, waiting
+from garage.cli.common import (
+    GarageContext,
+    ProgressBars,
+    echo_json,
+    no_wait_option,
+    user_errors,
+    waiting,
+)
 from garage.config import SourceConfig
 from garage.db import connect, resolve_url
 from garage.db.migrate import ensure_migrated
@@ -66,7 +76,7 @@ def ingest_cmd(
             for item in sources:
                 if stop.requested:
                     break
-                with _progress(item.name, quiet=as_json) as progress:
+                with ProgressBars(" files", quiet=as_json) as bars:
                     try:
                         report = ingest_source(
                             conn,
@@ -74,7 +84,7 @@ def ingest_cmd(
                             item,
                             limit=limit,
                             force=force,
-                            progress=progress,
+                            progress=_counting(conn, bars, item.name, limit),
                             stop=stop,
                             waiting=waiting(no_wait, stop),
                         )
@@ -97,29 +107,22 @@ def ingest_cmd(
         sys.exit(EXIT_FAILED_FILES)
 
 
-class _progress:
-    """A progress bar on stderr, counting files as they are decided."""
+def _counting(
+    conn: Connection[Any], bars: ProgressBars, source: str, limit: int | None
+) -> Callable[[str, str], None] | None:
+    """Count the files of a run as they are decided, on a bar that expects as many as the
+    source's last complete walk saw (the first walk shows its rate only)."""
+    if bars.quiet:
+        return None
+    from garage.status import expected_files
 
-    def __init__(self, name: str, *, quiet: bool):
-        self.name = name
-        self.quiet = quiet or not sys.stderr.isatty()
-        self.bar = None
+    stage = f"ingest {source}"
+    expected = expected_files(conn, source) or 0
+    bars(stage, 0, min(expected, limit) if limit is not None else expected)
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if self.quiet:
-            return lambda event, path: None
-        from tqdm import tqdm
+    def update(event: str, path: str) -> None:
+        bars(stage, 1)
+        if event in ("indexed", "failed"):
+            bars.note(stage, path[-40:])
 
-        self.bar = tqdm(desc=f"ingest {self.name}", unit=" files", leave=False)
-
-        def update(event: str, path: str) -> None:
-            assert self.bar is not None
-            self.bar.update(1)
-            if event in ("indexed", "failed"):
-                self.bar.set_postfix_str(path[-40:], refresh=False)
-
-        return update
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    return update

@@ -102,6 +102,8 @@ def search_cmd(
         return
     if response.degraded:
         click.echo(f"note: {response.degraded}", err=True)
+    if response.partial:
+        click.echo(response.partial, err=True)
     if not response.hits:
         click.echo(f"no hits ({response.mode}, {response.took_ms:.0f} ms)")
         return

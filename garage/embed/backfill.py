@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -24,20 +25,22 @@ import psycopg
 from psycopg import sql
 
 from garage.db.connect import scalar
+from garage.embed import backlog, runs
 from garage.embed.inputs import SHORT_CHUNK_CHARS, embedding_input, input_sha256
 from garage.embed.registry import RegisteredModel, table_dimensions
 from garage.inference.client import InferenceClient
 from garage.inference.egress import COMMUNICATION, is_loopback
 from garage.inference.errors import InferenceError
 from garage.locks import Waiting, source_names, writing
+from garage.progress import Progress
 from garage.stopping import StopSignal
 
-Progress = Callable[[int], None]  # called with the number of chunks just embedded
 # Which chunks a run embeds: every one, the content chunks (vectors in emb_<slug>) or the fact
 # chunks (vectors in potential_fact_emb_<slug>). Dagster runs each as an asset of its own.
 Chunks = Literal["all", "content", "facts"]
-# chunk id, embedding input, corpus class, the input's hash, fact id, the chunk's own text
-Row = tuple[int, str, str, str, int | None, str]
+# chunk id, embedding input, corpus class, the input's hash, fact id, the chunk's own text,
+# its source's id
+Row = tuple[int, str, str, str, int | None, str, int]
 
 
 class DimensionMismatch(InferenceError):
@@ -200,7 +203,13 @@ def _backfill(
         scalar(conn, sql.SQL("SELECT count(*) ") + other_scope, other_params)
     )
     scope, params = _scope(model, source, missing=True, chunks=chunks)
-    report.pending = int(scalar(conn, sql.SQL("SELECT count(*) ") + scope, params))
+    # The exact count, under the writer locks, is also the backlog search reads; each batch
+    # takes what it embedded off it as it lands (backlog.py).
+    counted = backlog.count(conn, model, source).values()
+    report.pending = sum(
+        p.content if chunks == "content" else p.facts if chunks == "facts" else p.total
+        for p in counted
+    )
     if model.modality == "image":
         # Accepted by the registry, but nothing here can run it: say so, embed nothing, and
         # never hand pictures to a text model instead.
@@ -212,6 +221,8 @@ def _backfill(
             )
         report.seconds = time.monotonic() - started
         return report
+    if progress is not None:
+        progress(0, report.pending if limit is None else min(report.pending, limit))
 
     select = (
         sql.SQL(
@@ -219,7 +230,7 @@ def _backfill(
             # The chunk after a short one, which a context input joins it with.
             " CASE WHEN length(c.text) < %s AND c.fact_id IS NULL THEN (SELECT n.text"
             "  FROM chunks n WHERE n.document_id = c.document_id AND n.ord = c.ord + 1"
-            "  AND n.fact_id IS NULL) END AS next_text "
+            "  AND n.fact_id IS NULL) END AS next_text, d.source_id "
         )
         + scope
         + sql.SQL(" AND c.id > %s ORDER BY c.id LIMIT %s")
@@ -252,14 +263,22 @@ def _backfill(
     ).format(table=sql.Identifier(model.table))
 
     def as_row(raw: tuple[Any, ...]) -> Row:
-        chunk_id, text, corpus_class, text_sha256, fact_id, title, heading, next_text = raw
+        chunk_id, text, corpus_class, text_sha256, fact_id, title, heading, next_text, source_id = (
+            raw
+        )
         if fact_id is not None or model.input == "chunk":
             # A fact is embedded as its own statement under every input.
-            return (chunk_id, text, corpus_class, text_sha256, fact_id, text)
+            return (chunk_id, text, corpus_class, text_sha256, fact_id, text, source_id)
         given = embedding_input(
             model.input, text, title=title, heading=heading, next_text=next_text
         )
-        return (chunk_id, given, corpus_class, input_sha256(given), fact_id, text)
+        return (chunk_id, given, corpus_class, input_sha256(given), fact_id, text, source_id)
+
+    def landed(rows: list[Row], ids: Iterable[int]) -> None:
+        """Take the chunks just given a vector off their sources' backlog, in the transaction
+        that wrote the vectors."""
+        source_of = {row[0]: row[6] for row in rows}
+        backlog.embedded(conn, model, Counter(source_of[i] for i in ids))
 
     def reuse_known(rows: list[Row]) -> set[int]:
         if not rows:
@@ -268,7 +287,9 @@ def _backfill(
             copied = conn.execute(
                 copy_known, [[row[0] for row in rows], [row[3] for row in rows]]
             ).fetchall()
-        return {next(iter(r.values())) if isinstance(r, dict) else r[0] for r in copied}
+            ids = {next(iter(r.values())) if isinstance(r, dict) else r[0] for r in copied}
+            landed(rows, ids)
+        return ids
 
     def fetch(after: int) -> list[Row]:
         """The next request's chunks: at most ``batch_size``, and no more than ``batch_tokens``
@@ -299,10 +320,14 @@ def _backfill(
             blank = [row for row in batch if not row[5].strip()]
             work = [row for row in batch if row[5].strip()]
             report.skipped_blank += len(blank)
+            skipped = len(blank)
             if not loopback:
                 held = [row for row in work if row[2] == COMMUNICATION]
                 work = [row for row in work if row[2] != COMMUNICATION]
                 report.skipped_egress += len(held)
+                skipped += len(held)
+            if progress is not None and skipped:
+                progress(skipped)
             reused = reuse_known(work)
             if reused:
                 work = [row for row in work if row[0] not in reused]
@@ -351,6 +376,7 @@ def _backfill(
                         cur.executemany(insert, content_rows)
                     if fact_rows:
                         cur.executemany(insert_fact, fact_rows)
+                    landed(work, (r[0] for r in rows))
                 report.vectors_written += len(rows)
                 report.truncated += sum(cut for _, _, cut in rows)
                 report.batches += 1
@@ -368,6 +394,18 @@ def _backfill(
     if report.skipped_blank:
         report.notes.append(f"{report.skipped_blank} blank chunks have nothing to embed")
     report.seconds = time.monotonic() - started
+    # What the time left is estimated from (runs.py): every run, measured whole.
+    runs.record(
+        conn,
+        model=model.name,
+        source=source,
+        chunks=chunks,
+        seconds=report.seconds,
+        pending=report.pending,
+        written=report.vectors_written,
+        reused=report.vectors_reused,
+        stopped=report.stopped,
+    )
     return report
 
 

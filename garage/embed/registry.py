@@ -19,6 +19,7 @@ from psycopg.rows import dict_row
 
 from garage.config import EmbeddingModelConfig, GarageConfig
 from garage.db.connect import scalar
+from garage.embed import backlog
 from garage.embed.inputs import SIGNATURES
 from garage.embed.model import RegisteredModel
 from garage.embed.tables import ensure_tables
@@ -119,6 +120,12 @@ def register_models(conn: psycopg.Connection[Any], config: GarageConfig) -> list
                 ),
             )
             ensure_tables(conn, model)
+            if old is None or old.input != model.input or not backlog.has_rows(conn, model):
+                # New, or its passage vectors just went: what waits for it is counted once
+                # here, and kept from then on (embed/backlog.py). Not under the sources' writer
+                # locks: a document an ingest commits during this count can go uncounted until
+                # its source's next backfill, which counts again under the lock.
+                backlog.count(conn, model)
     return models
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -43,13 +43,13 @@ from garage.inference.errors import (
 )
 from garage.inference.stream import GenerationStopped
 from garage.locks import Waiting, source_names, writing
+from garage.progress import Progress
 from garage.stopping import StopSignal
 
 log = logging.getLogger(__name__)
 
 METADATA = "metadata"
 POLL_SECONDS = 0.1  # how soon a stop request reaches the replies in flight
-Progress = Callable[[int], None]  # called with the number of documents just finished
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,15 @@ def _run(
     cancel = threading.Event()
     pending: dict[Future[list[_PromptRun]], _Job] = {}
     worked = 0
+    # The documents the run expects to work on, for the progress bar's time left: every one in
+    # scope (up to the limit), less those found current as they are read.
+    candidates = len(documents)
+
+    def expected() -> int:
+        return candidates if limit is None else min(limit, candidates)
+
+    if progress is not None:
+        progress(0, expected())
 
     def settle(room: int) -> None:
         """Store what is done until at most ``room`` documents are in flight."""
@@ -225,6 +234,10 @@ def _run(
                     break
                 job = _read(conn, settings, document, report)
                 if job is None:
+                    before = expected()
+                    candidates -= 1
+                    if progress is not None and expected() != before:
+                        progress(0, expected() - before)
                     continue
                 worked += 1
                 pending[pool.submit(_extract, settings, job, cancel)] = job

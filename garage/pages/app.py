@@ -243,12 +243,15 @@ def create_app(config: GarageConfig, database_url: str | None = None) -> Starlet
     async def sources_page(request: Request) -> Response:
         def work() -> Html:
             from garage.search import corpus_stats, list_sources
+            from garage.status import source_status
 
             with pages.reader() as conn:
                 sources = list_sources(conn)
                 health = {s.name: source_health(conn, s.name) for s in sources}
+                # Embedding per source and model, with the time left: what `garage status` says.
+                standing = {s.name: s.models for s in source_status(conn)}
                 stats = corpus_stats(conn)
-            return source_views.sources_page(sources, health, stats)
+            return source_views.sources_page(sources, health, standing, stats)
 
         return await threaded(work, "Sources", "sources")
 

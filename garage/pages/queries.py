@@ -1,6 +1,7 @@
 """The few reads the pages need that no CLI command or MCP tool makes: a source's last run and
-the files it could not index, pending embeddings per source and model, distilled facts with
-their members. Plain SQL over the tables, on the pages' read-only connection."""
+the files it could not index, distilled facts with their members. Plain SQL over the tables, on
+the pages' read-only connection. (Embedding per source and model is ``garage.status``'s, what
+`garage status` shows.)"""
 
 from __future__ import annotations
 
@@ -10,9 +11,6 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-
-from garage.embed.backfill import pending_count
-from garage.embed.registry import registered_models
 
 MAX_OUTCOMES = 100  # files listed per source; the count says how many more there are
 
@@ -40,7 +38,6 @@ class SourceHealth:
     last_run: LastRun | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     outcome_counts: dict[str, int] = field(default_factory=dict)
-    pending: dict[str, int] = field(default_factory=dict)  # model name -> chunks without vector
 
 
 _COUNTS = (
@@ -83,8 +80,6 @@ def source_health(conn: psycopg.Connection[Any], source: str) -> SourceHealth:
             (source,),
         ).fetchall():
             health.outcome_counts[row["outcome"]] = int(row["n"])
-    for model in registered_models(conn):
-        health.pending[model.name] = pending_count(conn, model, source)
     return health
 
 

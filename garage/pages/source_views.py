@@ -24,7 +24,13 @@ def dagster_partition_url(source: str) -> str:
     return f"/assets/documents?view=partitions&partition={quote(source, safe='')}"
 
 
-def sources_page(sources: Sequence[Any], health: Mapping[str, Any], stats: Any) -> Html:
+def sources_page(
+    sources: Sequence[Any],
+    health: Mapping[str, Any],
+    standing: Mapping[str, Sequence[Any]],
+    stats: Any,
+) -> Html:
+    """``standing``: each source's ``garage.status.ModelStanding`` per model."""
     by_class = ", ".join(f"{k}: {v}" for k, v in stats.documents_by_class.items())
     models = ", ".join(
         f"{m.name}{' (default)' if m.is_default else ''}: {m.vectors} vectors"
@@ -51,7 +57,15 @@ def sources_page(sources: Sequence[Any], health: Mapping[str, Any], stats: Any) 
             ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in run.counts.items() if v) if run
             else ""
         )  # fmt: skip
-        pending = ", ".join(f"{name}: {n}" for name, n in h.pending.items()) or "no model"
+        embedding = (
+            "".join(
+                "<li>"
+                + esc(f"{m.model}: {m.embedded} embedded, {m.pending} waiting; {m.estimate}")
+                + "</li>"
+                for m in standing.get(s.name, ())
+            )
+            or "<li>no embedding model registered</li>"
+        )
         outcomes = "".join(
             "<li>" + tag("span", o.outcome, class_=f"outcome {o.outcome}") + " "
             + tag("code", o.uri) + " — " + esc(o.reason) + "</li>"
@@ -69,7 +83,7 @@ def sources_page(sources: Sequence[Any], health: Mapping[str, Any], stats: Any) 
             + f"<dt>last run</dt><dd>{esc(state)}</dd>"
             + (f"<dt>stopped</dt><dd>{esc(why)}</dd>" if why else "")
             + (f"<dt>counts</dt><dd>{esc(counts)}</dd>" if counts else "")
-            + f"<dt>pending embeddings</dt><dd>{esc(pending)}</dd>"
+            + f'<dt>pending embeddings</dt><dd><ul class="embedding">{embedding}</ul></dd>'
             + "</dl>"
             + '<p class="links">'
             + link(dagster_partition_url(s.name), "Materialize in Dagster")

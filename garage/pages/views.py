@@ -97,6 +97,17 @@ def search_results(response: Any, page_ms: float | None = None) -> Html:
         head.append(
             Html(f'<p class="degraded" role="status">Degraded: {esc(response.degraded)}</p>')
         )
+    if response.partial:
+        head.append(
+            tag(
+                "p",
+                f"Partial: {response.pending_chunks:,} chunks not yet embedded under "
+                f"{response.vector_model}; the vector leg ranked what is embedded, the "
+                "keyword leg everything.",
+                class_="partial",
+                role="status",
+            )
+        )
     items = []
     for hit in response.hits:
         date = hit.metadata.get("date")

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from garage.config import GarageConfig
+from garage.embed import backlog
 from garage.embed.registry import (
     RegisteredModel,
     RegistryError,
@@ -94,8 +95,25 @@ def search(
     )
     rows = hybrid.run(conn, the_plan, candidates=config.search.candidates, filtered=filters.active)
     hits = [_hit(row, config.search.excerpt_chars) for row in rows]
+    pending = partial = None
+    if model is not None and mode in ("hybrid", "vector"):
+        # What the vector leg could not see. A kept count, one row per source, not a count of
+        # the chunks without a vector, which grows with the index (embed/backlog.py). It
+        # covers the query's sources; its other filters narrow what it ranked, not the count.
+        pending = backlog.pending(conn, model.name, query.sources)
+        if pending:
+            partial = f"partial: {pending:,} chunks not yet embedded under {model.name}"
     took_ms = (time.perf_counter() - started) * 1000
-    return SearchResponse(query.text, mode, hits, took_ms, degraded)
+    return SearchResponse(
+        query.text,
+        mode,
+        hits,
+        took_ms,
+        degraded,
+        vector_model=model.name if model is not None else None,
+        pending_chunks=pending,
+        partial=partial,
+    )
 
 
 def _embed_query(

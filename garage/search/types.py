@@ -62,3 +62,10 @@ class SearchResponse:
     took_ms: float
     # Why the requested mode was not run as asked, e.g. "no embedding model reachable: …".
     degraded: str | None = None
+    # The embedding model whose vectors the vector leg read; None when no vector leg ran.
+    vector_model: str | None = None
+    # When the vector leg ran: the chunks of the searched sources it could not see, having no
+    # vector yet under its model (the keyword leg saw them). None when no vector leg ran.
+    pending_chunks: int | None = None
+    # The same, said: "partial: N chunks not yet embedded under <model>"; None when none wait.
+    partial: str | None = None

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from garage.pages.reading import Pages
+from tests.conftest import LlamaServers
 from tests.pages.site import SEEDED, Site, slow_model_pages
 
 
@@ -100,6 +101,68 @@ def test_the_sources_page_links_each_source_to_its_dagster_partition(site: Site)
     for name in ("docs", "notes", "mail"):
         assert f'href="/assets/documents?view=partitions&amp;partition={name}"' in body
     assert "complete, finished" in body and "pending embeddings" in body
+    # Everything was embedded when the site was built.
+    assert "0 waiting; nothing waiting" in body and "waiting; about" not in body
+
+
+def test_the_pages_say_what_waits_for_a_vector_and_the_time_left(
+    migrated_db: str, llama: LlamaServers, tmp_path: Path
+) -> None:
+    """The Sources page gives each model's chunks waiting and the time left (or says the rate
+    is unknown before a run was measured); the Search page says how many chunks its vector
+    leg could not see."""
+    from garage.embed import embed, register_models
+    from garage.embed.backfill import pending_count
+    from garage.embed.registry import find_model
+    from garage.inference import EgressGuard, InferenceClient
+    from garage.pages.serve import serving
+    from tests.conftest import llama_config
+    from tests.integration.ingest_helpers import run_ingest
+    from tests.integration.search_helpers import tutorial
+    from tests.servers import free_port
+
+    docs = tutorial(tmp_path / "docs", ["appetite", "interpreter"])
+    config = llama_config(
+        llama,
+        sources=[{"name": "docs", "roots": [str(docs)]}],
+        search={"embed_timeout_seconds": 300},  # a busy embedding server must not degrade it
+    )
+    run_ingest(migrated_db, config, "docs")
+    model = llama.embed_model
+    with (
+        psycopg.connect(migrated_db, autocommit=True) as conn,
+        serving(config, migrated_db, port=free_port()) as base,
+    ):
+        register_models(conn, config)
+        waiting = pending_count(conn, find_model(conn, model), "docs")
+        before = httpx.get(base + "/sources", trust_env=False, timeout=60).text
+        assert f"{model}: 0 embedded, {waiting} waiting; time left unknown" in before
+        assert "rate unknown" in before
+
+        with InferenceClient(EgressGuard.from_config(config)) as client:
+            embed(conn, client, config, limit=4)
+        waiting = pending_count(conn, find_model(conn, model), "docs")
+        after = httpx.get(base + "/sources", trust_env=False, timeout=60).text
+        assert re.search(
+            rf"{model}: 4 embedded, {waiting} waiting; (about [\w ]+|under a minute) left at "
+            r"[\d.]+ chunks/s \(measured over the last 1 run\)",
+            after,
+        ), after
+
+        def search(**params: str) -> str:
+            return httpx.get(base + "/search", params=params, trust_env=False, timeout=60).text
+
+        hybrid = search(q="the interpreter")
+        assert f"Partial: {waiting} chunks not yet embedded under {model}" in hybrid
+        assert "Partial:" not in search(q="the interpreter", mode="keyword")
+
+        with InferenceClient(EgressGuard.from_config(config)) as client:
+            embed(conn, client, config)
+        assert "Partial:" not in search(q="the interpreter")
+        assert (
+            f"{model}: {waiting + 4} embedded, 0 waiting; nothing waiting"
+            in httpx.get(base + "/sources", trust_env=False, timeout=60).text
+        )
 
 
 def test_facts_page_shows_counts_and_the_distilled_fact_with_members(site: Site) -> None:

@@ -11,7 +11,7 @@ from garage.cli.common import extensions
 EVERY_COMMAND = {
     "ask", "cluster-facts", "config", "dagster", "db", "down", "embed", "enrich-facts",
     "eval", "facts", "graph", "ingest", "mcp", "mcp-serve", "models", "search", "sources",
-    "up",
+    "status", "up",
 }  # fmt: skip
 
 

@@ -329,11 +329,10 @@ def derived_vectors(
 def hnsw_memory(count: int, dimensions: int) -> int:
     """maintenance_work_mem, in MB, for building HNSW over ``count`` vectors in memory.
 
-    pgvector keeps the whole graph in maintenance_work_mem while it fits and writes the rest
-    tuple by tuple, far slower, once it does not (it says so in a NOTICE). Per vector the graph
-    holds the vector (4 bytes a dimension) and its neighbour lists (2 m at layer 0, m = 16), about
-    1.3 times the raw floats at 384 dimensions; twice the raw floats leaves room, at least the
-    1 GB this bench always used, rounded up to a whole GB."""
+    pgvector keeps the whole graph in maintenance_work_mem while it fits, and once it does not
+    it says so in a NOTICE and goes on inserting into the index on disk, far slower. The graph
+    holds each vector (4 bytes a dimension) and its neighbour lists: twice the raw floats, at
+    least the 1 GB this bench always used, rounded up to a whole GB."""
     need = 2 * count * dimensions * 4
     return max(1024, -(-need // 2**30) * 1024)
 

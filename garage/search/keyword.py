@@ -34,6 +34,8 @@ _TERMS = sql.SQL(
 ).format(cfg=sql.Literal(TS_CONFIG))
 
 
+# How many of a common term's postings are read, in candidates: the best by impact.
+COMMON_READ = 25
 # BM25's term-frequency part of one posting p, with k the kw_corpus row.
 _TF_PART = sql.SQL(
     "p.tf * (%(k1)s::float8 + 1)"
@@ -45,18 +47,18 @@ def bm25_ctes(filters: Filters) -> sql.Composable:
     """BM25 over the maintained postings, reading whole only the postings of terms that are
     not common.
 
-    A term in more than ``bm25_common_df`` chunks is common. Its postings are not all read:
-    the candidates are the best 2 × ``candidates`` chunks by the other terms' postings (read
-    whole, as before) together with each common term's best ``candidates`` postings by impact
-    (schema/012_bm25_terms.sql), and every candidate's score then gets the common terms' part
-    by looking up its (term, chunk) postings. So every score returned is exact BM25 over all
-    the query's terms; what is approximate is which chunks are candidates when a query has a
-    common term: a chunk below the other terms' best 2 × ``candidates`` and below every common
-    term's best ``candidates`` is not scored, though its common terms might have lifted it
-    into the top. A query with no common term reads every posting and ranks exactly as
+    A term in more than ``bm25_common_df`` chunks is common: of its postings only the best
+    ``COMMON_READ`` × ``candidates`` by impact are read (schema/012_bm25_terms.sql), the
+    rest are left on disk. The postings read give each chunk a first score; the best 2 ×
+    ``candidates`` chunks by it are then scored again, exactly: the other terms' part from
+    their postings, every common term's part by looking up the chunk's (term, chunk) posting.
+    So every score returned is exact BM25 over all the query's terms. What is approximate is
+    which chunks get scored: a chunk whose common terms' postings were not among the best read
+    counts only its other terms in the first score, and may miss the 2 × ``candidates`` it
+    would have made. A query with no common term reads every posting and ranks exactly as
     ever. df and the corpus totals come from bm25_terms and bm25_corpus, counted by triggers.
     """
-    pool_filter, pool_predicate = _filter_join(filters, "p.chunk_id")
+    common_join, common_predicate = _filter_join(filters, "p.chunk_id")
     return sql.SQL(
         """
         {terms},
@@ -75,36 +77,30 @@ def bm25_ctes(filters: Filters) -> sql.Composable:
             WHERE d.df > 0
         ),
         kw_read AS (
-            -- Every posting of the terms that are not common: their part of each score.
-            SELECT p.chunk_id, sum(i.idf * {tf_part}) AS score
+            -- Every posting of the terms that are not common, the best of the common ones'.
+            SELECT p.chunk_id, sum(i.idf * {tf_part}) AS first,
+                   sum(i.idf * {tf_part}) FILTER (WHERE NOT i.common) AS exact_part
             FROM kw_idf i CROSS JOIN kw_corpus k
                  CROSS JOIN LATERAL (
                      SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p
                      WHERE p.term = i.term AND NOT i.common
+                     UNION ALL
+                     (SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p {common_join}
+                      WHERE p.term = i.term AND i.common AND {common_predicate}
+                      ORDER BY bm25_impact(p.tf, p.dl) DESC
+                      LIMIT {common_read} * %(candidates)s)
                  ) p {filter_from}
             GROUP BY p.chunk_id
-        ),
-        kw_pool AS (
-            SELECT chunk_id
-            FROM (SELECT chunk_id FROM kw_read ORDER BY score DESC, chunk_id
-                  LIMIT 2 * %(candidates)s) best_read
-            UNION
-            SELECT top.chunk_id
-            FROM kw_idf i CROSS JOIN LATERAL (
-                SELECT p.chunk_id FROM bm25_postings p {pool_filter}
-                WHERE p.term = i.term AND i.common AND {pool_predicate}
-                ORDER BY bm25_impact(p.tf, p.dl) DESC
-                LIMIT %(candidates)s
-            ) top
         ),
         kw AS (
             SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank, score
             FROM (
-                SELECT pool.chunk_id, coalesce(r.score, 0) + coalesce(cs.score, 0) AS score
-                FROM kw_pool pool LEFT JOIN kw_read r ON r.chunk_id = pool.chunk_id
+                SELECT pool.chunk_id, coalesce(pool.exact_part, 0) + coalesce(cs.part, 0) AS score
+                FROM (SELECT chunk_id, exact_part FROM kw_read ORDER BY first DESC, chunk_id
+                      LIMIT 2 * %(candidates)s) pool
                      CROSS JOIN LATERAL (
                          -- The common terms' part, by (term, chunk) lookups.
-                         SELECT sum(i.idf * {tf_part}) AS score
+                         SELECT sum(i.idf * {tf_part}) AS part
                          FROM kw_idf i CROSS JOIN kw_corpus k
                               JOIN bm25_postings p
                                 ON p.term = i.term AND p.chunk_id = pool.chunk_id
@@ -119,8 +115,9 @@ def bm25_ctes(filters: Filters) -> sql.Composable:
         terms=_TERMS,
         tf_part=_TF_PART,
         filter_from=_filter_from(filters, "p.chunk_id"),
-        pool_filter=pool_filter,
-        pool_predicate=pool_predicate,
+        common_join=common_join,
+        common_predicate=common_predicate,
+        common_read=sql.Literal(COMMON_READ),
     )
 
 

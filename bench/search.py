@@ -825,7 +825,7 @@ def report(run: Run) -> None:
         f"p50 {percentile(embed, 50):.1f} ms, p95 {percentile(embed, 95):.1f} ms"
     )
     report_costs([run])
-    if run.ingest and run.keyword and run.bm25:
+    if run.ingest and run.bm25:
         report_bm25(run)
 
 
@@ -876,11 +876,22 @@ def report_costs(runs: list[Run]) -> None:
 
 
 def report_bm25(run: Run) -> None:
-    assert run.ingest and run.keyword and run.bm25
-    chunks, ingest, keyword, bm25 = run.chunks, run.ingest, run.keyword, run.bm25
+    assert run.ingest and run.bm25
+    chunks, ingest, bm25 = run.chunks, run.ingest, run.bm25
+    on, off = statistics.median(ingest["triggers on"]), statistics.median(ingest["triggers off"])
+    per_chunk = 1000 / on - 1000 / off
+    if not run.keyword:
+        print()
+        print(
+            f"ingest at {chunks:,} chunks (store_document): {on:.0f} chunks/s with the bm25 "
+            f"triggers, {off:.0f} without: {per_chunk:.1f} ms a chunk "
+            f"({bm25['postings_per_chunk']:.0f} postings; embedding it here: "
+            f"{bm25['embed_ms_per_chunk']:.0f} ms)"
+        )
+        return
+    keyword = run.keyword
     print()
     print(f"BM25 statistics at {chunks:,} chunks: maintained by triggers vs derived at query time")
-    on, off = statistics.median(ingest["triggers on"]), statistics.median(ingest["triggers off"])
     kept50, kept95 = percentile(keyword["bm25"], 50), percentile(keyword["bm25"], 95)
     der50, der95 = percentile(keyword["bm25_derived"], 50), percentile(keyword["bm25_derived"], 95)
     print(f"{'':40}{'triggers (now)':>16}{'query time':>16}")
@@ -892,7 +903,6 @@ def report_bm25(run: Run) -> None:
         f"postings per chunk; embedding a chunk with {bm25['model_id']} here: "
         f"{bm25['embed_ms_per_chunk']:.0f} ms)"
     )
-    per_chunk = 1000 / on - 1000 / off
     print(
         f"conclusion: keep the triggers — they add {per_chunk:.1f} ms to storing a chunk "
         f"({per_chunk / bm25['embed_ms_per_chunk']:.0%} of what embedding it costs) and make a "
@@ -1075,8 +1085,8 @@ def main() -> None:
                     some = queries[: args.derived_queries]
                     with timed(f"keyword: maintained postings vs derived, {len(some)} queries"):
                         keyword = measure_keyword_variants(conn, config, model, some)
-                    postings = int(scalar(conn, "SELECT count(*) FROM bm25_postings"))
-            if args.ingest_chunks and keyword is not None:
+                postings = int(scalar(conn, "SELECT count(*) FROM bm25_postings"))
+            if args.ingest_chunks:
                 probe = corpus.windows(args.ingest_chunks, seed=4)
                 with timed(
                     f"ingest: {args.ingest_chunks} chunks x {args.ingest_rounds} rounds each way"

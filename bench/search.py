@@ -989,6 +989,9 @@ def main() -> None:
         help="measure the load as it stands, with only what autovacuum did by then",
     )
     add_model_arguments(parser)
+    parser.add_argument(
+        "--load-only", action="store_true", help="load and keep the database, measure nothing"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     parser.add_argument("--reuse", metavar="NAME", help="measure a kept database again")
     parser.add_argument(
@@ -1069,6 +1072,10 @@ def main() -> None:
                 )
                 with psycopg.connect(url, autocommit=True) as conn:
                     load_figures.save(conn, name)
+                    if args.load_only:
+                        report_maintenance(conn)
+                        stage(f"kept {name}: measure it with --reuse {name}")
+                        return
             with psycopg.connect(url, autocommit=True) as conn:
                 load_figures = load_figures or LoadFigures.read(conn)
                 report_maintenance(conn)
@@ -1103,7 +1110,7 @@ def main() -> None:
                         "model_id": model.model_id,
                     }
         finally:
-            if args.keep or args.reuse:
+            if args.keep or args.reuse or args.load_only:
                 stage(f"kept {name}: rerun with --reuse {name}")
             else:
                 with psycopg.connect(server, autocommit=True) as conn:

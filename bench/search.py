@@ -1,24 +1,39 @@
-"""Search latency benchmark: hybrid vs vector-only vs keyword-only at 100,000 chunks.
+"""Search latency benchmark: hybrid vs vector-only vs keyword-only, at 100,000 chunks or more.
 
-    .venv/bin/python bench/search.py [--chunks 100000] [--queries 200] [--database-url URL]
-                                     [--keep] [--reuse DBNAME] [--base-vectors 2000]
-                                     [--derived-queries 40] [--ingest-chunks 2000]
-                                     [--host http://127.0.0.1:18080] [--model all-minilm-l6-v2]
-                                     [--fusions rrf,convex]
+    .venv/bin/python bench/search.py [--chunks 100000] [--queries 200] [--frequent-queries 40]
+                                     [--database-url URL] [--keep] [--load-only] [--no-vacuum]
+                                     [--reuse DBNAME] [--base-vectors 2000]
+                                     [--maintenance-work-mem MB] [--derived-queries 40]
+                                     [--ingest-chunks 2000] [--host http://127.0.0.1:18080]
+                                     [--model all-minilm-l6-v2] [--fusions rrf,convex]
+                                     [--save RUN.json] [--note TEXT]
+    .venv/bin/python bench/search.py --combine RUN.json,RUN.json,...
 
 Prints p50/p95 of ``garage.search`` for each mode side by side (hybrid once per fusion in
 ``--fusions``, interleaved query by query so a busy machine slows them alike), end to end
 (the query embedded through the inference client, the one SQL statement, the hits built) and
 database only (the same statement with the query's vector computed beforehand), and the ratio
-hybrid / max(vector, keyword). Target: hybrid p50 <= 30 ms, p95 <= 80 ms, ratio <= 1.5.
+hybrid / max(vector, keyword); then p50/p95/p99/max per query class: phrases, a rare word,
+common longer words, and ``--frequent-queries`` of 2-4 of the 50 lexemes found in the most
+chunks, the class where a keyword leg that reads every posting of its terms is slowest.
+Targets at 1,000,000 chunks on two cores: hybrid p50 <= 60 ms, p95 <= 200 ms, and no query of
+any class slower than 1 s.
+
+What the index costs: bytes on disk per chunk (the chunks' rows and TOAST, their indexes,
+bm25_postings and its indexes, the vectors and their HNSW index), and what loading took — the
+chunks' COPY (with the bm25 triggers on), the vectors' COPY, the HNSW build with the
+maintenance_work_mem it had (sized from the vectors unless given) and whether the graph fit,
+and VACUUM ANALYZE. The load's figures are kept as the database's comment, so ``--reuse``
+reports them too. Each run is saved as JSON; ``--combine`` prints saved runs side by side,
+smallest first, so the growth from 100,000 to 1,000,000 chunks shows.
 
 It also answers the BM25 question of schema/004_bm25.sql: statistics kept by triggers in the
 chunk's transaction, or derived at query time? It prints (a) the ingest cost of the triggers —
 the same new chunks stored through ``store_document`` with the bm25 triggers enabled and
 disabled, alternately — and (b) keyword latency over the maintained postings against
 ``bm25_derived`` (tf and dl from ``unnest(tsv)`` of the matching chunks, N and avgdl from all
-chunks; it takes seconds a query at 100k, hence ``--derived-queries``), side by side with a
-one-line conclusion.
+chunks; it takes seconds a query at 100k, hence ``--derived-queries``; 0 skips it), side by
+side with a one-line conclusion.
 
 The corpus: every chunk's text is a real prose window of the Python documentation (Debian
 ``python3.11-doc``'s reST sources when cached under ~/.cache/garage/material, else the standard
@@ -34,7 +49,8 @@ Chunks are loaded with COPY into the real tables of the migrations, with their t
 the model's ``emb_<slug>`` table is created by ``register_models``, its HNSW index dropped for
 the bulk load and re-created afterwards from the very definition the registry made. The
 database is a fresh one on the given server (default: the embedded one), dropped afterwards
-unless ``--keep``; ``--reuse NAME`` measures a kept one again without loading.
+unless ``--keep``; ``--reuse NAME`` measures a kept one again without loading, and
+``--no-vacuum`` measures a load with only what autovacuum did by then.
 """
 
 from __future__ import annotations

@@ -1090,7 +1090,6 @@ def main() -> None:
                     load_figures.save(conn, name)
                     if args.load_only:
                         report_maintenance(conn)
-                        stage(f"kept {name}: measure it with --reuse {name}")
                         return
             with psycopg.connect(url, autocommit=True) as conn:
                 load_figures = load_figures or LoadFigures.read(conn)

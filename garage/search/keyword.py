@@ -94,7 +94,7 @@ def bm25_ctes(filters: Filters) -> sql.Composable:
                      (SELECT p.chunk_id, p.tf, p.dl FROM bm25_postings p {common_join}
                       WHERE p.term = i.term AND i.common AND {common_predicate}
                       ORDER BY bm25_impact(p.tf, p.dl) DESC
-                      LIMIT {common_read} * %(candidates)s)
+                      LIMIT ceil({common_read} * %(candidates)s)::bigint)
                  ) p {filter_from}
             GROUP BY p.chunk_id
         ),
@@ -103,7 +103,7 @@ def bm25_ctes(filters: Filters) -> sql.Composable:
             FROM (
                 SELECT pool.chunk_id, coalesce(pool.exact_part, 0) + coalesce(cs.part, 0) AS score
                 FROM (SELECT chunk_id, exact_part FROM kw_read ORDER BY first DESC, chunk_id
-                      LIMIT {pool} * %(candidates)s) pool
+                      LIMIT ceil({pool} * %(candidates)s)::bigint) pool
                      CROSS JOIN LATERAL (
                          -- The common terms' part, by (term, chunk) lookups.
                          SELECT sum(i.idf * {tf_part}) AS part

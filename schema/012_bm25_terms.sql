@@ -19,8 +19,8 @@ CREATE TABLE bm25_terms (
 ) WITH (fillfactor = 80);  -- room for df's updates to stay on their page (HOT)
 
 -- BM25's term-frequency part, tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl)), at the default
--- k1 = 1.2 and b = 0.75 and a reference length of 100 tokens (a default chunk of about 1,000
--- characters has 80 to 100; see bench/search.py). It only orders a term's postings, to read
+-- k1 = 1.2 and b = 0.75 and a reference length of 100 tokens (chunks of 200 to 1,200
+-- characters averaged 77 in bench/search.py's corpus). It only orders a term's postings, to read
 -- the likeliest high scorers first; every score is computed from tf and dl, with the real
 -- avgdl and the configured k1 and b.
 CREATE FUNCTION bm25_impact(tf integer, dl integer) RETURNS real
@@ -77,20 +77,23 @@ DECLARE
     old_length integer := bm25_length(OLD.tsv);
     new_length integer := bm25_length(NEW.tsv);
 BEGIN
+    -- Two statements, so the old postings are gone before the new ones (same keys) go in.
     WITH gone AS (
         DELETE FROM bm25_postings WHERE chunk_id = OLD.id
             AND term IN (SELECT lexeme FROM unnest(OLD.tsv))
-        RETURNING term, -1 AS change
-    ), added AS (
+        RETURNING term
+    )
+    INSERT INTO bm25_terms AS bt (term, shard, df)
+    SELECT term, pg_backend_pid() % 64, -count(*) FROM gone GROUP BY term ORDER BY term
+    ON CONFLICT (term, shard) DO UPDATE SET df = bt.df + EXCLUDED.df;
+    WITH added AS (
         INSERT INTO bm25_postings (term, chunk_id, tf, dl)
         SELECT t.lexeme, NEW.id, coalesce(array_length(t.positions, 1), 1), new_length
         FROM unnest(NEW.tsv) t
-        RETURNING term, 1 AS change
+        RETURNING term
     )
     INSERT INTO bm25_terms AS bt (term, shard, df)
-    SELECT term, pg_backend_pid() % 64, sum(change)
-    FROM (SELECT * FROM gone UNION ALL SELECT * FROM added) d
-    GROUP BY term HAVING sum(change) <> 0 ORDER BY term
+    SELECT term, pg_backend_pid() % 64, count(*) FROM added GROUP BY term ORDER BY term
     ON CONFLICT (term, shard) DO UPDATE SET df = bt.df + EXCLUDED.df;
     INSERT INTO bm25_corpus AS c (shard, chunks, tokens)
     VALUES (pg_backend_pid() % 64, 0, new_length - old_length)

@@ -248,6 +248,9 @@ class SearchConfig(Section):
     keyword_ranking: Literal["bm25", "ts_rank_cd"] = "bm25"
     bm25_k1: float = Field(default=1.2, ge=0, le=10)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
+    # A term in more chunks than this is common: BM25 reads its best postings and looks up
+    # the rest for the candidates, instead of reading them all (garage/search/keyword.py).
+    bm25_common_df: int = Field(default=20_000, ge=0)
     # How many candidates each engine hands to fusion.
     candidates: int = Field(default=200, gt=0, le=2000)
     # How hybrid search merges the legs (garage/search/fusion.py): "rrf", Reciprocal Rank

@@ -79,6 +79,7 @@ def plan(
         ctes.append(keyword.keyword_ctes(keyword_ranking or settings.keyword_ranking, filters))
         params["k1"] = settings.bm25_k1
         params["b"] = settings.bm25_b
+        params["common_df"] = settings.bm25_common_df
     if mode == "hybrid":
         fused, fusion_params = fusion.fused_cte(settings)
         ctes.append(fused)

@@ -69,6 +69,12 @@ def _check(url: str, config: GarageConfig) -> int:
         }
         lengths = dict(conn.execute("SELECT DISTINCT chunk_id, dl FROM bm25_postings").fetchall())
         assert lengths == {c: sum(tfs.values()) for c, tfs in ref.docs.items() if tfs}
+        df = dict(
+            conn.execute(
+                "SELECT term, sum(df) FROM bm25_terms GROUP BY term HAVING sum(df) <> 0"
+            ).fetchall()
+        )
+        assert df == Counter(term for tfs in ref.docs.values() for term in tfs)
         for text in QUERIES:
             expected = ref.scores(set(tokens(conn, text)))
             top = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:200]
@@ -78,7 +84,32 @@ def _check(url: str, config: GarageConfig) -> int:
                 for row, (_, score) in zip(rows, top, strict=True):
                     assert row["score"] == pytest.approx(score, abs=1e-6, rel=0)
                 assert [r["keyword_rank"] for r in rows] == list(range(1, len(rows) + 1))
+            _check_common(conn, config, text, expected)
         return ref.n
+
+
+def _check_common(
+    conn: psycopg.Connection[Any], config: GarageConfig, text: str, expected: dict[int, float]
+) -> None:
+    """With every term common (df above bm25_common_df), or only the commoner ones, the leg
+    reads a bounded share of the postings: every score it returns is still the exact BM25 of
+    its chunk over all the query's terms, in order; with the default candidates, which read
+    more postings than this index holds, the best chunk is still found."""
+    for common_df in (0, 3):
+        for candidates in (200, 1):
+            search = config.search.model_copy(
+                update={"bm25_common_df": common_df, "candidates": candidates}
+            )
+            rows = _leg(conn, config.model_copy(update={"search": search}), text, "bm25")
+            assert bool(rows) == bool(expected), (text, common_df)
+            if not rows:
+                continue
+            for row in rows:
+                assert row["score"] == pytest.approx(expected[row["chunk_id"]], abs=1e-6, rel=0)
+            scores = [row["score"] for row in rows]
+            assert scores == sorted(scores, reverse=True)
+            if candidates == 200:
+                assert scores[0] == pytest.approx(max(expected.values()), abs=1e-6, rel=0)
 
 
 def test_bm25_matches_the_reference_through_edits_and_deletes(
@@ -135,15 +166,15 @@ def test_statistics_of_chunks_stored_before_the_migration(blank_db: str, tmp_pat
     """004 fills the statistics for chunks that already exist.
 
     The database has every migration but 004 (the ingest code of today needs the later ones)
-    and 010, which replaces a function 004 creates, so the chunks are stored without statistics
-    and 004 must compute them.
+    and 010 and 012, which replace functions 004 creates, so the chunks are stored without
+    statistics and 004 must compute them, and 012 the document frequencies from those.
     """
     from garage.db.migrate import discover, migrate
 
     earlier = tmp_path / "schema"
     earlier.mkdir()
     for migration in discover():
-        if migration.version not in (4, 10):
+        if migration.version not in (4, 10, 12):
             shutil.copy(migration.path, earlier)
     root = tutorial(tmp_path / "docs", ["errors"])
     config = _config(root)

@@ -356,6 +356,19 @@ def test_every_filter(corpus: Corpus, mode: str, filters: dict[str, Any], passes
     assert filtered.mode == mode
 
 
+@pytest.mark.parametrize(("filters", "passes"), FILTER_CASES)
+def test_every_filter_when_every_term_is_common(
+    corpus: Corpus, llama: LlamaServers, filters: dict[str, Any], passes: Any
+) -> None:
+    # Every term common, and 5 candidates: the keyword leg reads 125 postings of each term
+    # by impact, and those must be taken among the chunks that pass the filter.
+    config = _config(llama, corpus.root, bm25_common_df=0, candidates=5)
+    text = "train tickets and the firmware board test for the heap"
+    filtered = _search(corpus, text, config, mode="keyword", limit=100, **filters)
+    assert filtered.hits, f"{filters} found nothing"
+    assert all(passes(h) for h in filtered.hits)
+
+
 def test_filters_reach_past_the_unfiltered_candidates(corpus: Corpus, llama: LlamaServers) -> None:
     # With 5 candidates per engine, none of the top 5 is a message; the filter must still find
     # the messages (each leg filters before it takes its candidates).

@@ -166,15 +166,15 @@ def test_statistics_of_chunks_stored_before_the_migration(blank_db: str, tmp_pat
     """004 fills the statistics for chunks that already exist.
 
     The database has every migration but 004 (the ingest code of today needs the later ones)
-    and 010 and 012, which replace functions 004 creates, so the chunks are stored without
-    statistics and 004 must compute them, and 012 the document frequencies from those.
+    and 010 and 013, which replace functions 004 creates, so the chunks are stored without
+    statistics and 004 must compute them, and 013 the document frequencies from those.
     """
     from garage.db.migrate import discover, migrate
 
     earlier = tmp_path / "schema"
     earlier.mkdir()
     for migration in discover():
-        if migration.version not in (4, 10, 12):
+        if migration.version not in (4, 10, 13):
             shutil.copy(migration.path, earlier)
     root = tutorial(tmp_path / "docs", ["errors"])
     config = _config(root)

@@ -405,9 +405,12 @@ def load(
     windows: list[Window],
     vectors: np.ndarray,
     *,
-    maintenance_work_mem_mb: int,
-    vacuum: bool,
+    maintenance_work_mem_mb: int | None = None,
+    vacuum: bool = True,
 ) -> LoadFigures:
+    """The chunks and their vectors into ``url``'s tables (``maintenance_work_mem_mb`` for the
+    HNSW build: by default sized from the vectors), what it took."""
+    maintenance_work_mem_mb = maintenance_work_mem_mb or hnsw_memory(*vectors.shape)
     with psycopg.connect(url, autocommit=True) as conn:
         [model] = register_models(conn, config)
         # The registry's own index definitions, to re-create verbatim after the bulk load:
@@ -1117,8 +1120,7 @@ def main() -> None:
                     corpus,
                     base + others,
                     vectors,
-                    maintenance_work_mem_mb=args.maintenance_work_mem
-                    or hnsw_memory(len(vectors), vectors.shape[1]),
+                    maintenance_work_mem_mb=args.maintenance_work_mem,
                     vacuum=not args.no_vacuum,
                 )
                 with psycopg.connect(url, autocommit=True) as conn:

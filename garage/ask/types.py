@@ -52,7 +52,8 @@ class AskResult:
     # log-probabilities; None where it gives none), which ``ask.answer_threshold`` decides on.
     stated_probability: float | None = None
     # The share of the answer's own words that its excerpts hold (garage.ask.support), which
-    # ``ask.min_support`` decides on; None when it was not reckoned (a refusal).
+    # ``ask.min_support`` decides on (reckoned with the check off too, and recorded); None
+    # for a refusal.
     support: float | None = None
     # ask.quote: the excerpt's words the model copied before answering, and whether they are
     # in an excerpt it named (garage.ask.quote); None when not asked or not checked.

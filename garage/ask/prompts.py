@@ -10,7 +10,7 @@ NOT_IN_EXCERPTS = "Not in the excerpts."
 # states the answer, the excerpts that do, then the answer. Naming the excerpt before writing
 # keeps a small model's citation on the excerpt the answer comes from; saying "no" first is
 # what makes it refuse when search found nothing to the point (search always finds something).
-ASK_SYSTEM = f"""\
+_ASK_SYSTEM = """\
 You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
 excerpts from a search of their private index, and a question. The search always returns \
 something, so often no excerpt answers the question. Use only what the excerpts say, never \
@@ -20,31 +20,20 @@ Reply with one JSON object:
 - "stated": "yes" if an excerpt states the answer to the question, else "no";
 - "excerpts": the numbers of the excerpts that state it, the best first (one to three); [] when \
 "stated" is "no";
-- "answer": the answer in at most four sentences, from those excerpts; "{NOT_IN_EXCERPTS}" when \
+{quote}- "answer": the answer in at most four sentences, from those excerpts; "{refusal}" when \
 "stated" is "no".
 
 People ask in their own words: an excerpt can state the answer in other words than the \
 question's."""
+ASK_SYSTEM = _ASK_SYSTEM.format(quote="", refusal=NOT_IN_EXCERPTS)
 
 # ask.quote: the same, with the excerpt's own words copied before the answer, so that a reply
 # can be checked against what it was shown (garage.ask.quote).
-ASK_SYSTEM_QUOTE = f"""\
-You answer questions about the user's own files, notes, code, mail and chats. You get numbered \
-excerpts from a search of their private index, and a question. The search always returns \
-something, so often no excerpt answers the question. Use only what the excerpts say, never \
-your own knowledge.
-
-Reply with one JSON object:
-- "stated": "yes" if an excerpt states the answer to the question, else "no";
-- "excerpts": the numbers of the excerpts that state it, the best first (one to three); [] when \
-"stated" is "no";
-- "quote": the sentence of the first of those excerpts that states the answer, copied word for \
-word;
-- "answer": the answer in at most four sentences, from those excerpts; "{NOT_IN_EXCERPTS}" when \
-"stated" is "no".
-
-People ask in their own words: an excerpt can state the answer in other words than the \
-question's."""
+ASK_SYSTEM_QUOTE = _ASK_SYSTEM.format(
+    quote='- "quote": the sentence of the first of those excerpts that states the answer, copied '
+    "word for word;\n",
+    refusal=NOT_IN_EXCERPTS,
+)
 
 ASK_USER = """\
 {excerpts}
